@@ -1,0 +1,19 @@
+// Helpers shared by the test suites: paths to shipped models and temporary files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trine::testing {
+
+// Path of a file under models/ (e.g. "stories260K.gguf", "ref/stories260K.json").
+std::string ModelPath(const std::string& name);
+// A fresh path under the test temp directory; the file is removed when the process exits.
+std::string TempPath(const std::string& name);
+std::vector<uint8_t> ReadFileBytes(const std::string& path);
+void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
+// Runs the trine binary with `args` (shell-quoted by the caller); returns the exit code and
+// captures stdout and stderr.
+int RunTrine(const std::string& args, std::string* out, std::string* err);
+
+}  // namespace trine::testing

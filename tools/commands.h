@@ -1,0 +1,13 @@
+// Entry points of the trine subcommands; each takes argv with argv[0] = the subcommand name and
+// returns the process exit code (0 ok, 1 bad input, 2 bad usage).
+#pragma once
+
+namespace trine::cli {
+
+int RunInspect(int argc, char** argv);
+int RunQuantize(int argc, char** argv);
+int RunTokenize(int argc, char** argv);
+int RunGenerate(int argc, char** argv);
+int RunPerplexity(int argc, char** argv);
+
+}  // namespace trine::cli
