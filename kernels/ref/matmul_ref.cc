@@ -1,0 +1,272 @@
+// Scalar reference dot products per weight format (see matmul_ref.h for the numerics contract).
+#include "ref/matmul_ref.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "tensor/blocks.h"
+#include "tensor/quantize_ref.h"
+
+namespace trine::kernels {
+namespace {
+
+// int8 activations of a whole row, bitnet.cpp style: q = round(x * 127 / max|x|).
+struct I8RowHeader {
+  float inv_scale;  // 1 / act_scale, so x ~ q * inv_scale
+  int32_t sum;      // sum of q, for the (c - 1) code offset
+};
+
+// Q8_0 activations as llama.cpp's AVX quantize_row_q8_0: id = 127/amax (not 1/fp16(d)),
+// round half to even.
+void QuantizeQ8_0Act(const float* x, int64_t n, BlockQ8_0* b) {
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    const float* xb = x + i * kQK8_0;
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    b[i].d = Fp32ToFp16(d);
+    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
+  }
+}
+
+float DotTQ2_0(const BlockTQ2_0* w, const BlockQ8_K* a, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t sumi = 0;
+    for (int h = 0; h < 2; ++h) {
+      for (int s = 0; s < 4; ++s) {
+        for (int m = 0; m < 32; ++m) {
+          const int c = (w[i].qs[32 * h + m] >> (2 * s)) & 3;
+          sumi += c * a[i].qs[128 * h + 32 * s + m];
+        }
+      }
+    }
+    for (int j = 0; j < 16; ++j) sumi -= a[i].bsums[j];
+    acc += static_cast<float>(sumi) * (Fp16ToFp32(w[i].d) * a[i].d);
+  }
+  return acc;
+}
+
+float DotTQ1_0(const BlockTQ1_0* w, const BlockQ8_K* a, int64_t nb) {
+  static const uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t sumi = 0;
+    auto trit = [](uint8_t q, uint8_t p) {
+      const uint8_t v = static_cast<uint8_t>(q * p);
+      return static_cast<int>((static_cast<uint16_t>(v) * 3) >> 8);
+    };
+    for (int t = 0; t < 5; ++t) {
+      for (int m = 0; m < 32; ++m) sumi += trit(w[i].qs[m], kPow3[t]) * a[i].qs[m + 32 * t];
+      for (int m = 0; m < 16; ++m) sumi += trit(w[i].qs[32 + m], kPow3[t]) * a[i].qs[160 + m + 16 * t];
+    }
+    for (int t = 0; t < 4; ++t) {
+      for (int j = 0; j < 4; ++j) sumi += trit(w[i].qh[j], kPow3[t]) * a[i].qs[240 + j + 4 * t];
+    }
+    for (int j = 0; j < 16; ++j) sumi -= a[i].bsums[j];
+    acc += static_cast<float>(sumi) * (Fp16ToFp32(w[i].d) * a[i].d);
+  }
+  return acc;
+}
+
+float DotQ4_K(const BlockQ4_K* w, const BlockQ8_K* a, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* s = w[i].scales;
+    int32_t sumi = 0, summ = 0;
+    for (int g = 0; g < 8; ++g) {
+      int sc, m;
+      if (g < 4) {
+        sc = s[g] & 63;
+        m = s[g + 4] & 63;
+      } else {
+        sc = (s[g + 4] & 0xF) | ((s[g - 4] >> 6) << 4);
+        m = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
+      }
+      const uint8_t* q = w[i].qs + 32 * (g / 2);
+      int32_t dot = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int nib = (g % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
+        dot += nib * a[i].qs[32 * g + l];
+      }
+      sumi += sc * dot;
+      summ += m * (a[i].bsums[2 * g] + a[i].bsums[2 * g + 1]);
+    }
+    const float d = Fp16ToFp32(w[i].d) * a[i].d;
+    const float dmin = Fp16ToFp32(w[i].dmin) * a[i].d;
+    acc += d * static_cast<float>(sumi) - dmin * static_cast<float>(summ);
+  }
+  return acc;
+}
+
+float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* a, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t sumi = 0;
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = w[i].ql + 64 * h;
+      const uint8_t* qh = w[i].qh + 32 * h;
+      const int8_t* sc = w[i].scales + 8 * h;
+      const int8_t* q8 = a[i].qs + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = static_cast<int>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = static_cast<int>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = static_cast<int>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = static_cast<int>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        sumi += sc[is + 0] * q1 * q8[l] + sc[is + 2] * q2 * q8[l + 32] + sc[is + 4] * q3 * q8[l + 64] +
+                sc[is + 6] * q4 * q8[l + 96];
+      }
+    }
+    acc += Fp16ToFp32(w[i].d) * a[i].d * static_cast<float>(sumi);
+  }
+  return acc;
+}
+
+float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* a, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t sumi = 0;
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      sumi += ((w[i].qs[j] & 0xF) - 8) * a[i].qs[j] + ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
+    }
+    acc += static_cast<float>(sumi) * (Fp16ToFp32(w[i].d) * Fp16ToFp32(a[i].d));
+  }
+  return acc;
+}
+
+float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* a, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t sumi = 0;
+    for (int j = 0; j < kQK8_0; ++j) sumi += w[i].qs[j] * a[i].qs[j];
+    acc += static_cast<float>(sumi) * (Fp16ToFp32(w[i].d) * Fp16ToFp32(a[i].d));
+  }
+  return acc;
+}
+
+float DotI2S(const uint8_t* w, const int8_t* q, const I8RowHeader& h, int64_t n, float scale) {
+  int64_t sumi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int j = static_cast<int>(i % kQKI2S);
+    const int c = (w[(i / kQKI2S) * 32 + (j % 32)] >> (6 - 2 * (j / 32))) & 3;
+    sumi += (c == 3 ? 1 : c) * q[i];
+  }
+  return static_cast<float>(sumi - h.sum) * h.inv_scale * scale;
+}
+
+}  // namespace
+
+size_t ActivationBytes(TypeId t, int64_t cols) {
+  const size_t n = static_cast<size_t>(cols);
+  switch (t) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kQ4_K:
+    case TypeId::kQ6_K:
+      return n / kQK_K * sizeof(BlockQ8_K);
+    case TypeId::kQ4_0:
+    case TypeId::kQ8_0:
+      return n / kQK8_0 * sizeof(BlockQ8_0);
+    case TypeId::kF16:
+    case TypeId::kBF16:
+      return n * 2;
+    case TypeId::kI2_S:
+      return sizeof(I8RowHeader) + n;
+    default:
+      return n * 4;
+  }
+}
+
+void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
+  switch (t) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kQ4_K:
+    case TypeId::kQ6_K:
+      QuantizeRowQ8_K(x, dst, cols);
+      return;
+    case TypeId::kQ4_0:
+    case TypeId::kQ8_0:
+      QuantizeQ8_0Act(x, cols, static_cast<BlockQ8_0*>(dst));
+      return;
+    case TypeId::kF16:
+      QuantizeRowF16(x, dst, cols);
+      return;
+    case TypeId::kBF16:
+      QuantizeRowBF16(x, dst, cols);
+      return;
+    case TypeId::kI2_S: {
+      float amax = 0.0f;
+      for (int64_t i = 0; i < cols; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+      const float act_scale = 127.0f / std::fmax(amax, 1e-5f);
+      I8RowHeader h{1.0f / act_scale, 0};
+      int8_t* q = reinterpret_cast<int8_t*>(static_cast<uint8_t*>(dst) + sizeof(I8RowHeader));
+      for (int64_t i = 0; i < cols; ++i) {
+        float v = std::nearbyintf(x[i] * act_scale);
+        v = std::fmin(127.0f, std::fmax(-128.0f, v));
+        q[i] = static_cast<int8_t>(v);
+        h.sum += q[i];
+      }
+      std::memcpy(dst, &h, sizeof(h));
+      return;
+    }
+    default:
+      std::memcpy(dst, x, static_cast<size_t>(cols) * 4);
+      return;
+  }
+}
+
+float DotRowRef(const WeightView& w, int64_t r, const void* xq) {
+  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+  const int64_t n = w.cols;
+  switch (w.type) {
+    case TypeId::kTQ2_0:
+      return DotTQ2_0(reinterpret_cast<const BlockTQ2_0*>(row), static_cast<const BlockQ8_K*>(xq), n / kQK_K);
+    case TypeId::kTQ1_0:
+      return DotTQ1_0(reinterpret_cast<const BlockTQ1_0*>(row), static_cast<const BlockQ8_K*>(xq), n / kQK_K);
+    case TypeId::kQ4_K:
+      return DotQ4_K(reinterpret_cast<const BlockQ4_K*>(row), static_cast<const BlockQ8_K*>(xq), n / kQK_K);
+    case TypeId::kQ6_K:
+      return DotQ6_K(reinterpret_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(xq), n / kQK_K);
+    case TypeId::kQ4_0:
+      return DotQ4_0(reinterpret_cast<const BlockQ4_0*>(row), static_cast<const BlockQ8_0*>(xq), n / kQK4_0);
+    case TypeId::kQ8_0:
+      return DotQ8_0(reinterpret_cast<const BlockQ8_0*>(row), static_cast<const BlockQ8_0*>(xq), n / kQK8_0);
+    case TypeId::kF16: {
+      const uint16_t* a = reinterpret_cast<const uint16_t*>(row);
+      const uint16_t* b = static_cast<const uint16_t*>(xq);
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += Fp16ToFp32(a[i]) * Fp16ToFp32(b[i]);
+      return acc;
+    }
+    case TypeId::kBF16: {
+      const uint16_t* a = reinterpret_cast<const uint16_t*>(row);
+      const uint16_t* b = static_cast<const uint16_t*>(xq);
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += Bf16ToFp32(a[i]) * Bf16ToFp32(b[i]);
+      return acc;
+    }
+    case TypeId::kI2_S: {
+      I8RowHeader h;
+      std::memcpy(&h, xq, sizeof(h));
+      const int8_t* q = reinterpret_cast<const int8_t*>(static_cast<const uint8_t*>(xq) + sizeof(h));
+      return DotI2S(row, q, h, n, w.tensor_scale);
+    }
+    default: {
+      const float* a = reinterpret_cast<const float*>(row);
+      const float* b = static_cast<const float*>(xq);
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+      return acc;
+    }
+  }
+}
+
+void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) dst[r - r0] = DotRowRef(w, r, xq);
+}
+
+}  // namespace trine::kernels

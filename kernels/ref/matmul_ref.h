@@ -1,0 +1,34 @@
+// Scalar reference matrix-vector products over every weight format, with activations quantized
+// the way llama.cpp's CPU backend quantizes them for that weight type (its vec_dot_type): Q8_K for
+// TQ1_0/TQ2_0/Q4_K/Q6_K, Q8_0 for Q4_0/Q8_0, fp16 for F16, bf16 for BF16, fp32 for F32, and int8
+// per row (bitnet.cpp) for I2_S. Integer block sums are exact; only the float accumulation order
+// can differ from llama.cpp. This is the specification the SIMD kernels are tested against.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace trine::kernels {
+
+// A weight matrix as stored in the file: `rows` outputs, each `cols` inputs (cols = ne[0]).
+struct WeightView {
+  TypeId type = TypeId::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;   // bytes of one row (I2_S: cols/4; rows share one tensor scale)
+  float tensor_scale = 1.0f;  // I2_S per-tensor scale, 1 otherwise
+};
+
+// Bytes QuantizeActivations writes for one input vector of `cols` elements.
+size_t ActivationBytes(TypeId weight_type, int64_t cols);
+// Quantizes one input vector for dot products with rows of `weight_type`.
+void QuantizeActivations(TypeId weight_type, const float* x, int64_t cols, void* dst);
+// dst[r - r0] = dot(row r, x) for r in [r0, r1); xq from QuantizeActivations.
+void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_t r1);
+// Dot of one row (row index r) with quantized activations.
+float DotRowRef(const WeightView& w, int64_t r, const void* xq);
+
+}  // namespace trine::kernels

@@ -1,0 +1,38 @@
+// BitNet transformer block, llama.cpp's `bitnet` and bitnet.cpp's `bitnet-b1.58`: as llama, plus
+// an RMSNorm (attn_sub_norm) on the attention output before Wo and one (ffn_sub_norm) on the
+// gated FFN activation before Wdown; NEOX RoPE; optional per-tensor output scales. The gate
+// activation is SiLU for `bitnet` and ReLU^2 for `bitnet-b1.58`.
+#include "model/ops.h"
+#include "runtime/context.h"
+
+namespace trine {
+
+void BitnetLayer(ForwardState& st, int layer) {
+  const ModelConfig& c = st.model->config();
+  const LayerWeights& w = st.model->layers()[static_cast<size_t>(layer)];
+  const int n = st.n_tokens;
+  const int64_t E = c.n_embd, F = c.n_ff;
+
+  ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::MatMul(w.wq, st.xb.data(), st.q.data(), n, &st.act, st.n_threads, w.s_q);
+  ops::MatMul(w.wk, st.xb.data(), st.k.data(), n, &st.act, st.n_threads, w.s_k);
+  ops::MatMul(w.wv, st.xb.data(), st.v.data(), n, &st.act, st.n_threads, w.s_v);
+  AttentionOverCache(st, layer);
+  ops::RmsNorm(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps);
+  ops::MatMul(w.wo, st.att.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_o);
+  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+
+  ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::MatMul(w.w_gate, st.xb.data(), st.hb.data(), n, &st.act, st.n_threads, w.s_gate);
+  ops::MatMul(w.w_up, st.xb.data(), st.hb2.data(), n, &st.act, st.n_threads, w.s_up);
+  if (c.arch == Arch::kBitnetB158) {
+    ops::ReluSqrGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n * F);
+  } else {
+    ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
+  }
+  ops::RmsNorm(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps);
+  ops::MatMul(w.w_down, st.hb.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_down);
+  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+}
+
+}  // namespace trine

@@ -1,0 +1,30 @@
+// `llama` transformer block (Llama 2/3, TinyLlama): pre-RMSNorm attention with NORM RoPE and GQA,
+// then pre-RMSNorm SwiGLU FFN, each with a residual add.
+#include "model/ops.h"
+#include "runtime/context.h"
+
+namespace trine {
+
+void LlamaLayer(ForwardState& st, int layer) {
+  const ModelConfig& c = st.model->config();
+  const LayerWeights& w = st.model->layers()[static_cast<size_t>(layer)];
+  const int n = st.n_tokens;
+  const int64_t E = c.n_embd, F = c.n_ff;
+
+  ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::MatMul(w.wq, st.xb.data(), st.q.data(), n, &st.act, st.n_threads);
+  ops::MatMul(w.wk, st.xb.data(), st.k.data(), n, &st.act, st.n_threads);
+  ops::MatMul(w.wv, st.xb.data(), st.v.data(), n, &st.act, st.n_threads);
+  AttentionOverCache(st, layer);
+  ops::MatMul(w.wo, st.att.data(), st.proj.data(), n, &st.act, st.n_threads);
+  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+
+  ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::MatMul(w.w_gate, st.xb.data(), st.hb.data(), n, &st.act, st.n_threads);
+  ops::MatMul(w.w_up, st.xb.data(), st.hb2.data(), n, &st.act, st.n_threads);
+  ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
+  ops::MatMul(w.w_down, st.hb.data(), st.proj.data(), n, &st.act, st.n_threads);
+  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+}
+
+}  // namespace trine

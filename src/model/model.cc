@@ -1,0 +1,107 @@
+// Model loading: validation (ModelConfig, Vocab), then weight binding by tensor name.
+#include "model/model.h"
+
+#include <cstring>
+
+namespace trine {
+namespace {
+
+Status BindMatrix(const GgufFile& f, const std::string& name, kernels::WeightView* w) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  if (!t) return InvalidFile(f.path() + ": missing tensor '" + name + "'");
+  if (t->n_dims != 2) return InvalidFile(f.path() + ": tensor '" + name + "' must be 2-D, found " + t->ShapeString());
+  w->type = t->type;
+  w->cols = t->ne[0];
+  w->rows = t->ne[1];
+  w->data = t->data;
+  const TypeTraits& tr = GetTypeTraits(t->type);
+  w->row_bytes = static_cast<size_t>(t->ne[0] / tr.block_elems * tr.block_bytes);
+  w->tensor_scale = 1.0f;
+  if (t->type == TypeId::kI2_S) {
+    // The fp32 scale sits right after the codes (byte n/4).
+    std::memcpy(&w->tensor_scale, t->data + t->n_elems / 4, 4);
+    if (!(w->tensor_scale == w->tensor_scale) || w->tensor_scale < 0.0f) {
+      return InvalidFile(f.path() + ": tensor '" + name + "' has an invalid I2_S scale");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadVector(const GgufFile& f, const std::string& name, std::vector<float>* out) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  if (!t) return InvalidFile(f.path() + ": missing tensor '" + name + "'");
+  out->resize(static_cast<size_t>(t->n_elems));
+  return DequantizeTensor(t->type, t->data, t->n_bytes, t->n_elems, out->data());
+}
+
+Status ReadScale(const GgufFile& f, const std::string& name, float* out) {
+  if (!f.FindTensor(name)) return Status::Ok();
+  std::vector<float> v;
+  TRINE_RETURN_IF_ERROR(ReadVector(f, name, &v));
+  *out = v[0];
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Model::Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out) {
+  std::unique_ptr<Model> m(new Model());
+  GgufOpenOptions oo;
+  oo.use_mmap = options.use_mmap;
+  TRINE_RETURN_IF_ERROR(GgufFile::Open(path, oo, &m->file_));
+  const GgufFile& f = *m->file_;
+  TRINE_RETURN_IF_ERROR(LoadModelConfig(f, &m->config_));
+  TRINE_RETURN_IF_ERROR(LoadVocab(f, &m->vocab_));
+  const ModelConfig& c = m->config_;
+  if (m->vocab_.size() > c.n_vocab) {
+    return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_.size()) +
+                       " tokens but token_embd.weight has only " + std::to_string(c.n_vocab) + " rows");
+  }
+  TRINE_RETURN_IF_ERROR(BindMatrix(f, "token_embd.weight", &m->token_embd_));
+  if (c.tied_output) {
+    m->output_ = m->token_embd_;
+  } else {
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, "output.weight", &m->output_));
+  }
+  TRINE_RETURN_IF_ERROR(ReadVector(f, "output_norm.weight", &m->output_norm_));
+  if (c.has_rope_freqs) TRINE_RETURN_IF_ERROR(ReadVector(f, "rope_freqs.weight", &m->rope_freqs_));
+
+  const bool bitnet = c.arch != Arch::kLlama;
+  m->layers_.resize(static_cast<size_t>(c.n_layer));
+  for (int l = 0; l < c.n_layer; ++l) {
+    LayerWeights& L = m->layers_[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    TRINE_RETURN_IF_ERROR(ReadVector(f, p + "attn_norm.weight", &L.attn_norm));
+    TRINE_RETURN_IF_ERROR(ReadVector(f, p + "ffn_norm.weight", &L.ffn_norm));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_q.weight", &L.wq));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_k.weight", &L.wk));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_v.weight", &L.wv));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_output.weight", &L.wo));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_gate.weight", &L.w_gate));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_up.weight", &L.w_up));
+    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_down.weight", &L.w_down));
+    if (bitnet) {
+      TRINE_RETURN_IF_ERROR(ReadVector(f, p + "attn_sub_norm.weight", &L.attn_sub_norm));
+      TRINE_RETURN_IF_ERROR(ReadVector(f, p + "ffn_sub_norm.weight", &L.ffn_sub_norm));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_q.scale", &L.s_q));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_k.scale", &L.s_k));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_v.scale", &L.s_v));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_output.scale", &L.s_o));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_gate.scale", &L.s_gate));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_up.scale", &L.s_up));
+      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_down.scale", &L.s_down));
+    }
+    if (options.progress && !options.progress(static_cast<float>(l + 1) / static_cast<float>(c.n_layer))) {
+      return Status(StatusCode::kCancelled, path + ": load cancelled");
+    }
+  }
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+void Model::EmbedToken(int32_t token, float* dst) const {
+  const TypeTraits& tr = GetTypeTraits(token_embd_.type);
+  tr.dequantize_row(token_embd_.data + static_cast<size_t>(token) * token_embd_.row_bytes, dst, token_embd_.cols);
+}
+
+}  // namespace trine

@@ -1,0 +1,69 @@
+// Model: a validated GGUF file bound to per-layer weight views (zero copy over the mapping), with
+// norm vectors and scales converted to fp32 once at load time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/gguf_reader.h"
+#include "model/model_config.h"
+#include "ref/matmul_ref.h"
+#include "tokenizer/vocab.h"
+
+namespace trine {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;      // (E)
+  std::vector<float> attn_sub_norm;  // (E), bitnet only
+  std::vector<float> ffn_norm;       // (E)
+  std::vector<float> ffn_sub_norm;   // (F), bitnet only
+  kernels::WeightView wq;            // (H*hd rows, E cols)
+  kernels::WeightView wk;            // (Hkv*hd, E)
+  kernels::WeightView wv;            // (Hkv*hd, E)
+  kernels::WeightView wo;            // (E, H*hd)
+  kernels::WeightView w_gate;        // (F, E)
+  kernels::WeightView w_up;          // (F, E)
+  kernels::WeightView w_down;        // (E, F)
+  // bitnet's optional per-tensor `.scale` multipliers of each matmul output (1 when absent).
+  float s_q = 1, s_k = 1, s_v = 1, s_o = 1, s_gate = 1, s_up = 1, s_down = 1;
+};
+
+struct ModelLoadOptions {
+  bool use_mmap = true;
+  // Called with a fraction in [0, 1]; returning false cancels the load (kCancelled).
+  std::function<bool(float)> progress;
+};
+
+class Model {
+ public:
+  static Status Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out);
+
+  const ModelConfig& config() const { return config_; }
+  const Vocab& vocab() const { return vocab_; }
+  const GgufFile& file() const { return *file_; }
+
+  const kernels::WeightView& token_embd() const { return token_embd_; }  // (V rows, E cols)
+  const kernels::WeightView& output() const { return output_; }          // token_embd when tied
+  const std::vector<float>& output_norm() const { return output_norm_; }  // (E)
+  const std::vector<float>& rope_freqs() const { return rope_freqs_; }    // (n_rot/2) or empty
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+
+  // Writes row `token` of the embedding as fp32 (E values).
+  void EmbedToken(int32_t token, float* dst) const;
+
+ private:
+  Model() = default;
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  Vocab vocab_;
+  kernels::WeightView token_embd_;
+  kernels::WeightView output_;
+  std::vector<float> output_norm_;
+  std::vector<float> rope_freqs_;
+  std::vector<LayerWeights> layers_;
+};
+
+}  // namespace trine

@@ -1,0 +1,116 @@
+// Reference operators; numerics follow llama.cpp's CPU backend where it matters for parity
+// (double sum of squares in RMSNorm, theta by repeated multiplication in RoPE).
+#include "model/ops.h"
+
+#include <cmath>
+
+namespace trine::ops {
+
+void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, float eps) {
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* xt = x + static_cast<int64_t>(t) * dim;
+    float* ot = out + static_cast<int64_t>(t) * dim;
+    double sum = 0.0;
+    for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+    const float mean = static_cast<float>(sum / dim);
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * w[i];
+  }
+}
+
+void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
+            int n_threads, float scale) {
+  const size_t act_bytes = kernels::ActivationBytes(w.type, w.cols);
+  if (act->size() < act_bytes * static_cast<size_t>(n_tokens)) act->resize(act_bytes * static_cast<size_t>(n_tokens));
+  uint8_t* a = act->data();
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int t = 0; t < n_tokens; ++t) {
+    kernels::QuantizeActivations(w.type, x + static_cast<int64_t>(t) * w.cols, w.cols, a + act_bytes * static_cast<size_t>(t));
+  }
+  // Rows in chunks; each output element is computed by exactly one thread.
+  const int64_t chunk = 16;
+  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const int64_t r0 = c * chunk;
+    const int64_t r1 = r0 + chunk < w.rows ? r0 + chunk : w.rows;
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int t = 0; t < n_tokens; ++t) {
+        y[static_cast<int64_t>(t) * w.rows + r] =
+            kernels::DotRowRef(w, r, a + act_bytes * static_cast<size_t>(t)) * scale;
+      }
+    }
+  }
+}
+
+void Rope(float* x, int n_heads, int head_dim, int pos, const RopeParams& p) {
+  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
+  const int half = p.n_rot / 2;
+  float cos_cache[512], sin_cache[512];
+  std::vector<float> big_cos, big_sin;
+  float* cs = cos_cache;
+  float* sn = sin_cache;
+  if (half > 512) {
+    big_cos.resize(static_cast<size_t>(half));
+    big_sin.resize(static_cast<size_t>(half));
+    cs = big_cos.data();
+    sn = big_sin.data();
+  }
+  float theta = static_cast<float>(pos);
+  for (int i = 0; i < half; ++i) {
+    const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
+    const float th = p.freq_scale * (theta / ff);
+    cs[i] = std::cos(th);
+    sn[i] = std::sin(th);
+    theta *= theta_scale;
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const int i0 = p.neox ? i : 2 * i;
+      const int i1 = p.neox ? i + half : 2 * i + 1;
+      const float a = v[i0], b = v[i1];
+      v[i0] = a * cs[i] - b * sn[i];
+      v[i1] = a * sn[i] + b * cs[i];
+    }
+  }
+}
+
+float ExpfPoly(float x) {
+  // Range reduction x = n*ln2 + b with n = round(x*log2(e)) (the 1.5*2^23 shift trick), then a
+  // degree-5 minimax polynomial for e^b (ARM optimized-routines expf coefficients), scaled by 2^n.
+  const float shift = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shift);
+  const float n = z - shift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim) {
+  // llama.cpp evaluates SiLU 16 lanes at a time with ExpfPoly and the row tail with libm expf;
+  // doing the same keeps the int8-quantized activations that follow identical.
+  const int64_t vec = dim / 16 * 16;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* g = gate + t * dim;
+    const float* u = up + t * dim;
+    float* o = out + t * dim;
+    for (int64_t i = 0; i < dim; ++i) {
+      const float e = i < vec ? ExpfPoly(-g[i]) : std::exp(-g[i]);
+      o[i] = g[i] / (1.0f + e) * u[i];
+    }
+  }
+}
+
+void ReluSqrGlu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
+    out[i] = g * g * up[i];
+  }
+}
+
+}  // namespace trine::ops

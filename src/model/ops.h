@@ -1,0 +1,38 @@
+// Reference operators of the forward pass (fp32 unless stated). Each operates on a batch of
+// tokens laid out row-major: (n_tokens, dim). Threaded with OpenMP over independent rows, so
+// results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ref/matmul_ref.h"
+
+namespace trine::ops {
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; the sum of squares is accumulated in double.
+void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, float eps);
+
+// y (n_tokens, w.rows) = x (n_tokens, w.cols) @ W^T, times `scale`. `act` is scratch of at least
+// n_tokens * ActivationBytes(w.type, w.cols) bytes.
+void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
+            int n_threads, float scale = 1.0f);
+
+struct RopeParams {
+  int n_rot = 0;             // rotated dims per head
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  bool neox = false;         // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
+  const float* freq_factors = nullptr;  // (n_rot/2) divisors of theta, or null
+};
+// Rotates `n_heads` heads of `head_dim` values at position `pos` in place.
+void Rope(float* x, int n_heads, int head_dim, int pos, const RopeParams& p);
+
+// e^x by polynomial (max error ~1.5 ulp); the approximation llama.cpp's vectorised SiLU uses.
+float ExpfPoly(float x);
+// out = silu(gate) * up (llama SwiGLU) over n_tokens rows of dim values.
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim);
+// out = relu(gate)^2 * up (BitNet b1.58's squared-ReLU gated FFN).
+void ReluSqrGlu(const float* gate, const float* up, float* out, int64_t n);
+
+}  // namespace trine::ops

@@ -1,0 +1,264 @@
+// Context: KV cache, batch splitting, the forward pass driver and attention over the cache.
+#include "runtime/context.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/fp16.h"
+#include "model/ops.h"
+
+namespace trine {
+
+void KvCache::Store(int layer, int pos, const float* k, const float* v) {
+  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
+  if (type == KvType::kF16) {
+    for (int i = 0; i < kv_dim; ++i) {
+      k16[off + i] = Fp32ToFp16(k[i]);
+      v16[off + i] = Fp32ToFp16(v[i]);
+    }
+  } else {
+    std::copy(k, k + kv_dim, k32.begin() + static_cast<long>(off));
+    std::copy(v, v + kv_dim, v32.begin() + static_cast<long>(off));
+  }
+}
+
+void KvCache::LoadK(int layer, int pos, float* dst) const {
+  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
+  if (type == KvType::kF16) {
+    for (int i = 0; i < kv_dim; ++i) dst[i] = Fp16ToFp32(k16[off + i]);
+  } else {
+    std::copy(k32.begin() + static_cast<long>(off), k32.begin() + static_cast<long>(off + kv_dim), dst);
+  }
+}
+
+void KvCache::LoadV(int layer, int pos, float* dst) const {
+  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
+  if (type == KvType::kF16) {
+    for (int i = 0; i < kv_dim; ++i) dst[i] = Fp16ToFp32(v16[off + i]);
+  } else {
+    std::copy(v32.begin() + static_cast<long>(off), v32.begin() + static_cast<long>(off + kv_dim), dst);
+  }
+}
+
+Status Context::Create(const Model& model, const ContextParams& params, std::unique_ptr<Context>* out) {
+  const ModelConfig& c = model.config();
+  ContextParams p = params;
+  if (p.n_ctx < 0) return InvalidArgument("context size must be positive, got " + std::to_string(p.n_ctx));
+  if (p.n_ctx == 0) p.n_ctx = std::min(c.n_ctx_train, 4096);
+  if (p.n_ctx > (1 << 20)) return InvalidArgument("context size " + std::to_string(p.n_ctx) + " is too large");
+  if (p.n_batch <= 0) return InvalidArgument("batch size must be positive, got " + std::to_string(p.n_batch));
+  if (p.n_threads < 0) return InvalidArgument("thread count must be positive, got " + std::to_string(p.n_threads));
+  if (p.n_threads == 0) p.n_threads = omp_get_num_procs();
+  if (p.n_threads > 1024) return InvalidArgument("thread count " + std::to_string(p.n_threads) + " is too large");
+  p.n_batch = std::min(p.n_batch, p.n_ctx);
+
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->model_ = &model;
+  ctx->params_ = p;
+  ctx->n_vocab_ = c.n_vocab;
+  KvCache& kv = ctx->kv_;
+  kv.type = p.kv_type;
+  kv.n_ctx = p.n_ctx;
+  kv.kv_dim = c.n_head_kv * c.head_dim;
+  const size_t kv_elems = static_cast<size_t>(c.n_layer) * static_cast<size_t>(p.n_ctx) * static_cast<size_t>(kv.kv_dim);
+  const double kv_bytes = 2.0 * static_cast<double>(kv_elems) * (p.kv_type == KvType::kF16 ? 2 : 4);
+  if (kv_bytes > 64.0 * (1ull << 30)) {
+    return InvalidArgument("KV cache for a context of " + std::to_string(p.n_ctx) + " tokens would need " +
+                           std::to_string(static_cast<long long>(kv_bytes / (1 << 20))) + " MiB");
+  }
+  if (p.kv_type == KvType::kF16) {
+    kv.k16.assign(kv_elems, 0);
+    kv.v16.assign(kv_elems, 0);
+  } else {
+    kv.k32.assign(kv_elems, 0.0f);
+    kv.v32.assign(kv_elems, 0.0f);
+  }
+  ctx->st_.model = &model;
+  ctx->st_.kv = &ctx->kv_;
+  ctx->st_.n_threads = p.n_threads;
+  *out = std::move(ctx);
+  return Status::Ok();
+}
+
+void Context::Truncate(int n) {
+  if (n >= 0 && n < n_past_) n_past_ = n;
+}
+
+Status Context::Decode(const int32_t* tokens, int n, bool all_logits) {
+  if (n <= 0) return InvalidArgument("no tokens to decode");
+  if (tokens == nullptr) return InvalidArgument("token array is null");
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab_) {
+      return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                             " is out of range [0, " + std::to_string(n_vocab_) + ")");
+    }
+  }
+  if (n > params_.n_ctx - n_past_) {
+    return InvalidArgument("context is full: " + std::to_string(n_past_) + " + " + std::to_string(n) +
+                           " tokens exceed the context size " + std::to_string(params_.n_ctx) + " (use -c)");
+  }
+  logits_.assign(static_cast<size_t>(all_logits ? n : 1) * static_cast<size_t>(n_vocab_), 0.0f);
+  for (int i = 0; i < n; i += params_.n_batch) {
+    const int m = std::min(params_.n_batch, n - i);
+    TRINE_RETURN_IF_ERROR(DecodeBatch(tokens + i, m, all_logits, all_logits ? i : 0));
+  }
+  return Status::Ok();
+}
+
+Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0) {
+  const ModelConfig& c = model_->config();
+  ForwardState& st = st_;
+  st.n_tokens = n;
+  st.n_past = n_past_;
+  const size_t N = static_cast<size_t>(n);
+  const size_t E = static_cast<size_t>(c.n_embd);
+  const size_t qd = static_cast<size_t>(c.n_head) * static_cast<size_t>(c.head_dim);
+  const size_t kvd = static_cast<size_t>(kv_.kv_dim);
+  const size_t F = static_cast<size_t>(c.n_ff);
+  st.x.resize(N * E);
+  st.xb.resize(N * E);
+  st.q.resize(N * qd);
+  st.k.resize(N * kvd);
+  st.v.resize(N * kvd);
+  st.att.resize(N * qd);
+  st.proj.resize(N * E);
+  st.hb.resize(N * F);
+  st.hb2.resize(N * F);
+
+  for (int t = 0; t < n; ++t) model_->EmbedToken(tokens[t], st.x.data() + static_cast<size_t>(t) * E);
+  const bool bitnet = c.arch != Arch::kLlama;
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (bitnet) {
+      BitnetLayer(st, l);
+    } else {
+      LlamaLayer(st, l);
+    }
+  }
+  // Final norm and LM head, for the rows whose logits are wanted.
+  const int first = all_logits ? 0 : n - 1;
+  const int rows = n - first;
+  final_norm_.resize(static_cast<size_t>(rows) * E);
+  ops::RmsNorm(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(), rows,
+               c.n_embd, c.rms_eps);
+  ops::MatMul(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows,
+              &st.act, st.n_threads);
+  n_past_ += n;
+  return Status::Ok();
+}
+
+namespace {
+
+// K.Q over fp16-valued inputs with llama.cpp's AVX-512 accumulation order (4 x 16 fp32 lanes with
+// fused multiply-adds per 64 elements, a fixed reduction tree, the tail summed in double), so
+// that attention scores match its flash-attention kernel bit for bit.
+float DotF16Order(const float* x, const float* y, int n) {
+  const int np = n & ~63;
+  double sumf = 0.0;
+  if (np > 0) {
+    float acc[4][16] = {};
+    for (int i = 0; i < np; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 16; ++l) acc[j][l] = std::fma(x[i + 16 * j + l], y[i + 16 * j + l], acc[j][l]);
+      }
+    }
+    float a[16], b[8], c[4];
+    for (int l = 0; l < 16; ++l) a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    for (int l = 0; l < 8; ++l) b[l] = a[l] + a[l + 8];
+    for (int l = 0; l < 4; ++l) c[l] = b[l] + b[l + 4];
+    sumf = static_cast<double>((c[0] + c[2]) + (c[1] + c[3]));
+  }
+  for (int i = np; i < n; ++i) sumf += static_cast<double>(x[i] * y[i]);
+  return static_cast<float>(sumf);
+}
+
+// acc16 += v * w with fp16 storage and a fused multiply-add in fp32 (llama.cpp's vector path,
+// and its scalar tail as GCC contracts it with -march=native).
+void MadF16(uint16_t* acc16, const float* v, float w, int n) {
+  for (int i = 0; i < n; ++i) acc16[i] = Fp32ToFp16(std::fma(v[i], w, Fp16ToFp32(acc16[i])));
+}
+
+}  // namespace
+
+void AttentionOverCache(ForwardState& st, int layer) {
+  const ModelConfig& c = st.model->config();
+  const int hd = c.head_dim;
+  const int kvd = c.n_head_kv * hd;
+  const int qd = c.n_head * hd;
+  const int group = c.n_head / c.n_head_kv;
+  ops::RopeParams rp;
+  rp.n_rot = c.n_rot;
+  rp.freq_base = c.rope_freq_base;
+  rp.freq_scale = c.rope_freq_scale;
+  rp.neox = c.rope_neox;
+  rp.freq_factors = st.model->rope_freqs().empty() ? nullptr : st.model->rope_freqs().data();
+  KvCache& kv = *st.kv;
+  for (int t = 0; t < st.n_tokens; ++t) {
+    const int pos = st.n_past + t;
+    ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
+    ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
+    kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n_items = st.n_tokens * c.n_head;
+#pragma omp parallel num_threads(st.n_threads)
+  {
+    std::vector<float> kbuf(static_cast<size_t>(kvd)), vbuf(static_cast<size_t>(kvd)), qh(static_cast<size_t>(hd)),
+        acc(static_cast<size_t>(hd));
+    std::vector<uint16_t> acc16(static_cast<size_t>(hd));
+#pragma omp for schedule(static)
+    for (int item = 0; item < n_items; ++item) {
+      const int t = item / c.n_head;
+      const int h = item % c.n_head;
+      const int kvh = h / group;
+      const int n_kv = st.n_past + t + 1;  // causal: positions 0 .. pos
+      const bool f16 = kv.type == KvType::kF16;
+      // Online softmax (one pass over the cache). With an fp16 cache this follows llama.cpp's
+      // flash-attention kernel for short batches: Q rounded to fp16, V.softmax accumulated in
+      // fp16 with fused multiply-adds, running max and sum in fp32.
+      const float* q = st.q.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
+      for (int i = 0; i < hd; ++i) qh[i] = f16 ? Fp16ToFp32(Fp32ToFp16(q[i])) : q[i];
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(acc16.begin(), acc16.end(), static_cast<uint16_t>(0));
+      float max_s = -std::numeric_limits<float>::infinity();
+      float sum = 0.0f;
+      for (int p = 0; p < n_kv; ++p) {
+        kv.LoadK(layer, p, kbuf.data());
+        const float* kp = kbuf.data() + static_cast<size_t>(kvh) * hd;
+        float s = DotF16Order(kp, qh.data(), hd);
+        s *= scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > max_s) {
+          ms = std::exp(max_s - s);
+          max_s = s;
+          if (ms != 1.0f) {
+            for (int i = 0; i < hd; ++i) {
+              if (f16) {
+                acc16[i] = Fp32ToFp16(Fp16ToFp32(acc16[i]) * ms);
+              } else {
+                acc[i] *= ms;
+              }
+            }
+          }
+        } else {
+          vs = std::exp(s - max_s);
+        }
+        kv.LoadV(layer, p, vbuf.data());
+        const float* vp = vbuf.data() + static_cast<size_t>(kvh) * hd;
+        if (f16) {
+          MadF16(acc16.data(), vp, vs, hd);
+        } else {
+          for (int i = 0; i < hd; ++i) acc[i] = std::fma(vp[i], vs, acc[i]);
+        }
+        sum = std::fma(sum, ms, vs);
+      }
+      float* out = st.att.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
+      const float inv = 1.0f / sum;
+      for (int i = 0; i < hd; ++i) out[i] = (f16 ? Fp16ToFp32(acc16[i]) : acc[i]) * inv;
+    }
+  }
+}
+
+}  // namespace trine
