@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.h"
 #include "tensor/blocks.h"
@@ -261,6 +262,100 @@ float DotRowRef(const WeightView& w, int64_t r, const void* xq) {
       float acc = 0.0f;
       for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
       return acc;
+    }
+  }
+}
+
+namespace {
+
+// Unpacks a TQ1_0/TQ2_0 row to codes c in {0, 1, 2}, in activation order.
+void UnpackTernaryCodes(const WeightView& w, int64_t r, int8_t* codes) {
+  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+  const int64_t nb = w.cols / kQK_K;
+  if (w.type == TypeId::kTQ2_0) {
+    const BlockTQ2_0* b = reinterpret_cast<const BlockTQ2_0*>(row);
+    for (int64_t i = 0; i < nb; ++i) {
+      int8_t* c = codes + i * kQK_K;
+      for (int h = 0; h < 2; ++h) {
+        for (int s = 0; s < 4; ++s) {
+          for (int m = 0; m < 32; ++m) c[128 * h + 32 * s + m] = static_cast<int8_t>((b[i].qs[32 * h + m] >> (2 * s)) & 3);
+        }
+      }
+    }
+    return;
+  }
+  static const uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const BlockTQ1_0* b = reinterpret_cast<const BlockTQ1_0*>(row);
+  auto trit = [](uint8_t q, uint8_t p) {
+    return static_cast<int8_t>((static_cast<uint16_t>(static_cast<uint8_t>(q * p)) * 3) >> 8);
+  };
+  for (int64_t i = 0; i < nb; ++i) {
+    int8_t* c = codes + i * kQK_K;
+    for (int t = 0; t < 5; ++t) {
+      for (int m = 0; m < 32; ++m) c[m + 32 * t] = trit(b[i].qs[m], kPow3[t]);
+      for (int m = 0; m < 16; ++m) c[160 + m + 16 * t] = trit(b[i].qs[32 + m], kPow3[t]);
+    }
+    for (int t = 0; t < 4; ++t) {
+      for (int j = 0; j < 4; ++j) c[240 + j + 4 * t] = trit(b[i].qh[j], kPow3[t]);
+    }
+  }
+}
+
+float TernaryScale(const WeightView& w, int64_t r, int64_t b) {
+  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+  const size_t bb = GetTypeTraits(w.type).block_bytes;
+  uint16_t d;
+  std::memcpy(&d, row + (b + 1) * bb - 2, 2);
+  return Fp16ToFp32(d);
+}
+
+}  // namespace
+
+void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+             int64_t r0, int64_t r1, float scale) {
+  const int64_t n = w.cols;
+  if (w.type == TypeId::kTQ1_0 || w.type == TypeId::kTQ2_0) {
+    std::vector<int8_t> codes(static_cast<size_t>(n));
+    const int64_t nb = n / kQK_K;
+    for (int64_t r = r0; r < r1; ++r) {
+      UnpackTernaryCodes(w, r, codes.data());
+      for (int t = 0; t < n_tokens; ++t) {
+        const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
+        float acc = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int8_t* c = codes.data() + b * kQK_K;
+          int32_t sumi = 0;
+          for (int j = 0; j < kQK_K; ++j) sumi += c[j] * a[b].qs[j];
+          for (int j = 0; j < 16; ++j) sumi -= a[b].bsums[j];
+          acc += static_cast<float>(sumi) * (TernaryScale(w, r, b) * a[b].d);
+        }
+        y[static_cast<int64_t>(t) * ldy + r] = acc * scale;
+      }
+    }
+    return;
+  }
+  if (w.type == TypeId::kF16 || w.type == TypeId::kBF16 || w.type == TypeId::kF32) {
+    // Activations were rounded to the weight's type by QuantizeActivations; widen them once.
+    std::vector<float> row(static_cast<size_t>(n));
+    std::vector<float> xs(static_cast<size_t>(n) * static_cast<size_t>(n_tokens));
+    for (int t = 0; t < n_tokens; ++t) {
+      const uint8_t* a = xq + act_stride * static_cast<size_t>(t);
+      GetTypeTraits(w.type).dequantize_row(a, xs.data() + static_cast<size_t>(t) * static_cast<size_t>(n), n);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      GetTypeTraits(w.type).dequantize_row(w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), n);
+      for (int t = 0; t < n_tokens; ++t) {
+        const float* xt = xs.data() + static_cast<size_t>(t) * static_cast<size_t>(n);
+        float acc = 0.0f;
+        for (int64_t i = 0; i < n; ++i) acc += row[static_cast<size_t>(i)] * xt[i];
+        y[static_cast<int64_t>(t) * ldy + r] = acc * scale;
+      }
+    }
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int t = 0; t < n_tokens; ++t) {
+      y[static_cast<int64_t>(t) * ldy + r] = DotRowRef(w, r, xq + act_stride * static_cast<size_t>(t)) * scale;
     }
   }
 }

@@ -31,4 +31,10 @@ void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_
 // Dot of one row (row index r) with quantized activations.
 float DotRowRef(const WeightView& w, int64_t r, const void* xq);
 
+// Batched form: for rows [r0, r1) and n_tokens activation vectors (token t at
+// xq + t * act_stride), y[t * ldy + r] = dot(row r, token t) * scale. Each row is unpacked once
+// and applied to every token; results are bit-identical to DotRowRef.
+void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+             int64_t r0, int64_t r1, float scale);
+
 }  // namespace trine::kernels

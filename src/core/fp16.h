@@ -32,6 +32,16 @@ inline float Fp16ToFp32(uint16_t h) {
   return Fp32FromBits(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
+// Table form of Fp16ToFp32 (256 KiB, built on first use) for hot loops.
+inline const float* Fp16ToFp32Table() {
+  static const float* table = [] {
+    static float t[65536];
+    for (uint32_t i = 0; i < 65536; ++i) t[i] = Fp16ToFp32(static_cast<uint16_t>(i));
+    return t;
+  }();
+  return table;
+}
+
 inline uint16_t Fp32ToFp16(float f) {
   uint32_t x = BitsFromFp32(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);

@@ -34,12 +34,7 @@ void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens
   for (int64_t c = 0; c < n_chunks; ++c) {
     const int64_t r0 = c * chunk;
     const int64_t r1 = r0 + chunk < w.rows ? r0 + chunk : w.rows;
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int t = 0; t < n_tokens; ++t) {
-        y[static_cast<int64_t>(t) * w.rows + r] =
-            kernels::DotRowRef(w, r, a + act_bytes * static_cast<size_t>(t)) * scale;
-      }
-    }
+    kernels::GemmRef(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
   }
 }
 

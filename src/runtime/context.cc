@@ -25,21 +25,23 @@ void KvCache::Store(int layer, int pos, const float* k, const float* v) {
   }
 }
 
-void KvCache::LoadK(int layer, int pos, float* dst) const {
-  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
+void KvCache::LoadK(int layer, int pos, int offset, int n, float* dst) const {
+  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim + offset;
   if (type == KvType::kF16) {
-    for (int i = 0; i < kv_dim; ++i) dst[i] = Fp16ToFp32(k16[off + i]);
+    const float* table = Fp16ToFp32Table();
+    for (int i = 0; i < n; ++i) dst[i] = table[k16[off + i]];
   } else {
-    std::copy(k32.begin() + static_cast<long>(off), k32.begin() + static_cast<long>(off + kv_dim), dst);
+    std::copy(k32.begin() + static_cast<long>(off), k32.begin() + static_cast<long>(off + n), dst);
   }
 }
 
-void KvCache::LoadV(int layer, int pos, float* dst) const {
-  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
+void KvCache::LoadV(int layer, int pos, int offset, int n, float* dst) const {
+  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim + offset;
   if (type == KvType::kF16) {
-    for (int i = 0; i < kv_dim; ++i) dst[i] = Fp16ToFp32(v16[off + i]);
+    const float* table = Fp16ToFp32Table();
+    for (int i = 0; i < n; ++i) dst[i] = table[v16[off + i]];
   } else {
-    std::copy(v32.begin() + static_cast<long>(off), v32.begin() + static_cast<long>(off + kv_dim), dst);
+    std::copy(v32.begin() + static_cast<long>(off), v32.begin() + static_cast<long>(off + n), dst);
   }
 }
 
@@ -225,8 +227,8 @@ void AttentionOverCache(ForwardState& st, int layer) {
       float max_s = -std::numeric_limits<float>::infinity();
       float sum = 0.0f;
       for (int p = 0; p < n_kv; ++p) {
-        kv.LoadK(layer, p, kbuf.data());
-        const float* kp = kbuf.data() + static_cast<size_t>(kvh) * hd;
+        kv.LoadK(layer, p, kvh * hd, hd, kbuf.data());
+        const float* kp = kbuf.data();
         float s = DotF16Order(kp, qh.data(), hd);
         s *= scale;
         float ms = 1.0f, vs = 1.0f;
@@ -245,8 +247,8 @@ void AttentionOverCache(ForwardState& st, int layer) {
         } else {
           vs = std::exp(s - max_s);
         }
-        kv.LoadV(layer, p, vbuf.data());
-        const float* vp = vbuf.data() + static_cast<size_t>(kvh) * hd;
+        kv.LoadV(layer, p, kvh * hd, hd, vbuf.data());
+        const float* vp = vbuf.data();
         if (f16) {
           MadF16(acc16.data(), vp, vs, hd);
         } else {

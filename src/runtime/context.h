@@ -29,9 +29,9 @@ struct KvCache {
   std::vector<float> k32, v32;     // used when type is kF32
 
   void Store(int layer, int pos, const float* k, const float* v);
-  // Copies position `pos` of layer `layer` into fp32 (kv_dim values each).
-  void LoadK(int layer, int pos, float* dst) const;
-  void LoadV(int layer, int pos, float* dst) const;
+  // Copies `n` values of position `pos` of layer `layer`, from element `offset`, into fp32.
+  void LoadK(int layer, int pos, int offset, int n, float* dst) const;
+  void LoadV(int layer, int pos, int offset, int n, float* dst) const;
 };
 
 // Buffers of one forward pass over a batch of n_tokens (shapes in comments are per batch).
