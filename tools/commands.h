@@ -9,5 +9,6 @@ int RunQuantize(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
 int RunGenerate(int argc, char** argv);
 int RunPerplexity(int argc, char** argv);
+int RunChat(int argc, char** argv);
 
 }  // namespace trine::cli

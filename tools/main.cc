@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"quantize", trine::cli::RunQuantize, "convert a GGUF model's weights to another type"},
     {"tokenize", trine::cli::RunTokenize, "print the token ids of a text"},
     {"generate", trine::cli::RunGenerate, "generate text from a prompt"},
+    {"chat", trine::cli::RunChat, "interactive chat with the model's template"},
     {"perplexity", trine::cli::RunPerplexity, "measure perplexity on a text file"},
 };
 

@@ -5,9 +5,5 @@
 
 namespace trine::cli {
 
-int RunQuantize(int, char**) { return Fail("quantize is not implemented yet"); }
-int RunTokenize(int, char**) { return Fail("tokenize is not implemented yet"); }
-int RunGenerate(int, char**) { return Fail("generate is not implemented yet"); }
-int RunPerplexity(int, char**) { return Fail("perplexity is not implemented yet"); }
 
 }  // namespace trine::cli

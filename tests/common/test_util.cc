@@ -51,10 +51,17 @@ static std::string Slurp(const std::string& path) {
 }
 
 int RunTrine(const std::string& args, std::string* out, std::string* err) {
+  return RunTrineWithInput(args, "", out, err);
+}
+
+int RunTrineWithInput(const std::string& args, const std::string& input, std::string* out, std::string* err) {
   static int counter = 0;
-  const std::string o = TempPath("run" + std::to_string(counter) + ".out");
-  const std::string e = TempPath("run" + std::to_string(counter++) + ".err");
-  const std::string cmd = std::string(TRINE_BINARY) + " " + args + " >'" + o + "' 2>'" + e + "' </dev/null";
+  const int id = counter++;
+  const std::string i = TempPath("run" + std::to_string(id) + ".in");
+  const std::string o = TempPath("run" + std::to_string(id) + ".out");
+  const std::string e = TempPath("run" + std::to_string(id) + ".err");
+  WriteFileBytes(i, std::vector<uint8_t>(input.begin(), input.end()));
+  const std::string cmd = std::string(TRINE_BINARY) + " " + args + " >'" + o + "' 2>'" + e + "' <'" + i + "'";
   const int rc = std::system(cmd.c_str());
   if (out) *out = Slurp(o);
   if (err) *err = Slurp(e);

@@ -15,5 +15,7 @@ void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 // Runs the trine binary with `args` (shell-quoted by the caller); returns the exit code and
 // captures stdout and stderr.
 int RunTrine(const std::string& args, std::string* out, std::string* err);
+// As RunTrine, with `input` fed to the program's standard input.
+int RunTrineWithInput(const std::string& args, const std::string& input, std::string* out, std::string* err);
 
 }  // namespace trine::testing

@@ -1,0 +1,138 @@
+// End-to-end checks of `trine generate` and `trine chat`: the bundled model reproduces llama.cpp's
+// greedy text, --json carries ids and logits, thread counts agree, and bad input exits 1 with a
+// clear error (2 for bad usage), never a signal.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "common/test_util.h"
+
+namespace trine {
+namespace {
+
+using testing::ModelPath;
+using testing::RunTrine;
+using testing::RunTrineWithInput;
+
+const std::string kModel = "models/bitnet-tiny-stories-TQ2_0-f16emb.gguf";
+
+nlohmann::json LoadRef(const std::string& name) {
+  std::ifstream in(ModelPath("ref/" + name));
+  return nlohmann::json::parse(in);
+}
+
+TEST(Generate, DefaultModelGreedyMatchesLlamaCppText) {
+  std::string out, err;
+  // No -m: the bundled default model is found from the working directory (the project root).
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 20 --temp 0", &out, &err), 0) << err;
+  EXPECT_EQ(out.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0),
+            0u)
+      << out;
+  EXPECT_NE(err.find("tokens per second"), std::string::npos) << err;
+}
+
+TEST(Generate, JsonIdsAndTopLogitsMatchReference) {
+  const nlohmann::json ref = LoadRef("bitnet-tiny-stories-TQ2_0-f16emb.json");
+  for (const auto& p : ref["prompts"]) {
+    SCOPED_TRACE(p["prompt"].get<std::string>());
+    std::string out, err;
+    ASSERT_EQ(RunTrine("generate -m " + kModel + " -p '" + p["prompt"].get<std::string>() +
+                           "' -n 16 --temp 0 --json --top-logits 5 -t 1",
+                       &out, &err),
+              0)
+        << err;
+    const nlohmann::json j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["prompt_ids"], p["prompt_tokens"]);
+    const auto want = p["greedy_tokens"].get<std::vector<int>>();
+    const auto got = j["generated_ids"].get<std::vector<int>>();
+    ASSERT_GE(got.size(), 1u);
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "step " << i;
+    // The first top-logits entry is the last prompt position.
+    const auto& first = j["top_logits"][0];
+    const auto& ref_top = p["last_logits_top20"];
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(first[k][0], ref_top[k][0]);
+      EXPECT_NEAR(first[k][1].get<double>(), ref_top[k][1].get<double>(), 0.05);
+    }
+    std::string out2;
+    ASSERT_EQ(RunTrine("generate -m " + kModel + " -p '" + p["prompt"].get<std::string>() +
+                           "' -n 16 --temp 0 --json -t 2",
+                       &out2, &err),
+              0);
+    EXPECT_EQ(nlohmann::json::parse(out2)["generated_ids"], j["generated_ids"]) << "1 vs 2 threads";
+  }
+}
+
+TEST(Generate, SeededSamplingIsDeterministic) {
+  std::string a, b, c, err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json", &a, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json", &b, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 43 --json", &c, &err), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(a)["generated_ids"], nlohmann::json::parse(b)["generated_ids"]);
+  EXPECT_NE(nlohmann::json::parse(a)["generated_ids"], nlohmann::json::parse(c)["generated_ids"]);
+}
+
+struct BadCase {
+  const char* args;
+  int code;
+  const char* message;  // substring expected on stderr
+};
+
+TEST(Generate, BadInputGivesCleanErrors) {
+  const BadCase cases[] = {
+      {"generate -p hi -n -5", 1, "-n"},
+      {"generate -p hi -t -1", 1, "-t"},
+      {"generate -p hi -c -3", 1, "-c"},
+      {"generate -p hi -b 0", 1, "-b"},
+      {"generate -p hi --temp -1", 1, "--temp"},
+      {"generate -p hi --top-p 0", 1, "--top-p"},
+      {"generate -p hi --kv-type q9", 1, "--kv-type"},
+      {"generate -p hi -m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
+      {"generate -p hi -m models", 1, "not a regular file"},
+      {"generate -p hi -m models/text/tinystories-heldout.txt", 1, "not a GGUF file"},
+      {"generate -p hi -m models/vocab/ggml-vocab-llama-spm.gguf", 1, "missing tensor"},
+      {"generate -f /nonexistent/prompt.txt", 1, "/nonexistent/prompt.txt"},
+      {"generate --no-bos -p ''", 1, "empty"},
+      {"generate -c 4 -p 'Once upon a time there was a dog'", 1, "longer than the context"},
+      {"generate --bogus-flag", 2, "bogus"},
+      {"generate -p a -f b", 2, "either"},
+      {"nosuchcommand", 2, "unknown command"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    std::string out, err;
+    EXPECT_EQ(RunTrine(c.args, &out, &err), c.code);
+    EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+  }
+}
+
+TEST(Generate, InvalidUtf8PromptDoesNotCrash) {
+  const std::string path = testing::TempPath("bad-utf8.txt");
+  testing::WriteFileBytes(path, {0xff, 0xfe, ' ', 'a', 'b', 'c', ' ', 0xc3});
+  std::string out, err;
+  EXPECT_EQ(RunTrine("generate -n 4 --temp 0 -f " + path, &out, &err), 0) << err;
+}
+
+TEST(Chat, TwoTurnsThenEof) {
+  std::string out, err;
+  ASSERT_EQ(RunTrineWithInput("chat --chat-template chatml -n 8 --temp 0 -sys 'You tell stories.'",
+                              "Tell me a story.\nAnd then?\n", &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("template chatml"), std::string::npos) << err;
+  // Two prompts were answered (each reply follows a "> " prompt).
+  size_t n = 0;
+  for (size_t pos = out.find("> "); pos != std::string::npos; pos = out.find("> ", pos + 2)) ++n;
+  EXPECT_GE(n, 3u) << out;
+}
+
+TEST(Chat, UnknownTemplateIsAnError) {
+  std::string out, err;
+  EXPECT_EQ(RunTrineWithInput("chat --chat-template vicuna", "hi\n", &out, &err), 1);
+  EXPECT_NE(err.find("unknown chat template"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace trine

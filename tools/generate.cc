@@ -1,0 +1,173 @@
+// `trine generate`: text generation from a prompt, streaming tokens as they are made, with
+// llama.cpp-style timings at the end (or one JSON object with --json).
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "model/model.h"
+#include "model_options.h"
+#include "runtime/context.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trine::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void PrintTopLogits(nlohmann::json* out, const float* logits, int n_vocab, int k) {
+  std::vector<int> idx(static_cast<size_t>(n_vocab));
+  for (int i = 0; i < n_vocab; ++i) idx[static_cast<size_t>(i)] = i;
+  k = std::min(k, n_vocab);
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  nlohmann::json step = nlohmann::json::array();
+  for (int i = 0; i < k; ++i) step.push_back({idx[static_cast<size_t>(i)], logits[idx[static_cast<size_t>(i)]]});
+  out->push_back(step);
+}
+
+}  // namespace
+
+int RunGenerate(int argc, char** argv) {
+  cxxopts::Options opts("trine generate", "Generate text from a prompt.");
+  AddModelOptions(opts);
+  AddSamplingOptions(opts);
+  opts.add_options("generation")("p,prompt", "prompt text", cxxopts::value<std::string>())(
+      "f,file", "read the prompt from a file", cxxopts::value<std::string>())(
+      "n,n-predict", "tokens to generate (-1 = until end of text or context full)",
+      cxxopts::value<int>()->default_value("128"))(
+      "no-bos", "do not add the BOS token")("ignore-eos", "keep generating after end-of-text tokens")(
+      "json", "print one JSON object (ids, text, timings) instead of streaming")(
+      "top-logits", "with --json: the K best (id, logit) pairs of each step", cxxopts::value<int>()->default_value("0"))(
+      "h,help", "show this help");
+  cxxopts::ParseResult a;
+  try {
+    a = opts.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError("generate", e.what());
+  }
+  if (a.count("help")) {
+    std::printf("%s\n", opts.help().c_str());
+    return kExitOk;
+  }
+  if (!a.unmatched().empty()) return UsageError("generate", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (a.count("prompt") && a.count("file")) return UsageError("generate", "give either -p or -f, not both");
+
+  const int n_predict = a["n-predict"].as<int>();
+  if (n_predict < -1) return Fail("-n must be -1 (unlimited) or >= 0, got " + std::to_string(n_predict));
+  const int top_logits = a["top-logits"].as<int>();
+  if (top_logits < 0) return Fail("--top-logits must be >= 0");
+  SamplerParams sp;
+  Status st = ParseSamplerParams(a, &sp);
+  if (!st.ok()) return Fail(st);
+
+  std::string prompt;
+  if (a.count("prompt")) prompt = a["prompt"].as<std::string>();
+  if (a.count("file")) {
+    st = ReadTextFile(a["file"].as<std::string>(), &prompt);
+    if (!st.ok()) return Fail(st);
+  }
+
+  const auto t_load0 = Clock::now();
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Context> ctx;
+  std::string path;
+  double load_ms = 0.0;
+  st = LoadModelAndContext(a, &model, &ctx, &path, &load_ms);
+  if (!st.ok()) return Fail(st);
+
+  std::unique_ptr<Tokenizer> tokenizer;
+  st = Tokenizer::Create(model->vocab(), &tokenizer);
+  if (!st.ok()) return Fail(st);
+  const Tokenizer& tok = *tokenizer;
+  std::vector<TokenId> ids;
+  st = tok.Tokenize(prompt, !a.count("no-bos"), false, &ids);
+  if (!st.ok()) return Fail(st);
+  if (ids.empty()) return Fail("the prompt is empty (give -p TEXT, or drop --no-bos)");
+  if (static_cast<int>(ids.size()) > ctx->n_ctx()) {
+    return Fail("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context of " +
+                std::to_string(ctx->n_ctx()) + " (use -c)");
+  }
+  const bool json = a.count("json") > 0;
+  const bool ignore_eos = a.count("ignore-eos") > 0;
+  Sampler sampler(sp);
+  for (TokenId id : ids) sampler.Accept(id);
+
+  if (!json) {
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  const auto t_prompt0 = Clock::now();
+  st = ctx->Decode(ids.data(), static_cast<int>(ids.size()), false);
+  if (!st.ok()) return Fail(st);
+  const double prompt_ms = MsSince(t_prompt0);
+
+  nlohmann::json top = nlohmann::json::array();
+  std::vector<TokenId> out;
+  std::string text;
+  const auto t_gen0 = Clock::now();
+  const int budget = n_predict < 0 ? ctx->n_ctx() - ctx->n_past() : n_predict;
+  for (int i = 0; i < budget; ++i) {
+    if (top_logits > 0) PrintTopLogits(&top, ctx->logits(), ctx->n_vocab(), top_logits);
+    const int next = sampler.Sample(ctx->logits(), ctx->n_vocab());
+    if (!ignore_eos && model->vocab().IsEog(next)) break;
+    out.push_back(next);
+    sampler.Accept(next);
+    const std::string piece = tok.TokenToPiece(next, false);
+    text += piece;
+    if (!json) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (i + 1 == budget) break;
+    if (ctx->n_past() >= ctx->n_ctx()) break;  // context full
+    st = ctx->Decode(&next, 1, false);
+    if (!st.ok()) return Fail(st);
+  }
+  const double gen_ms = MsSince(t_gen0);
+  const double n_prompt = static_cast<double>(ids.size());
+  const double n_gen = static_cast<double>(out.size());
+
+  if (json) {
+    nlohmann::json j;
+    j["model"] = path;
+    j["prompt"] = prompt;
+    j["prompt_ids"] = ids;
+    j["generated_ids"] = out;
+    j["text"] = text;
+    j["seed"] = sp.seed;
+    j["timings"] = {{"load_ms", load_ms},
+                    {"prompt_tokens", ids.size()},
+                    {"prompt_ms", prompt_ms},
+                    {"prompt_tok_per_s", prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0.0},
+                    {"generated_tokens", out.size()},
+                    {"generation_ms", gen_ms},
+                    {"generation_tok_per_s", gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0}};
+    if (top_logits > 0) j["top_logits"] = top;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return kExitOk;
+  }
+  std::printf("\n");
+  std::fprintf(stderr, "\ntrine: load time        = %10.2f ms\n", load_ms);
+  std::fprintf(stderr, "trine: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
+               prompt_ms, static_cast<int>(ids.size()), prompt_ms / n_prompt, n_prompt * 1000.0 / prompt_ms);
+  if (n_gen > 0) {
+    std::fprintf(stderr,
+                 "trine:        eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
+                 gen_ms, static_cast<int>(out.size()), gen_ms / n_gen, n_gen * 1000.0 / gen_ms);
+  }
+  std::fprintf(stderr, "trine:       total time = %10.2f ms / %5d tokens, %d threads\n", MsSince(t_load0),
+               static_cast<int>(ids.size() + out.size()), ctx->n_threads());
+  return kExitOk;
+}
+
+}  // namespace trine::cli

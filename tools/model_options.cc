@@ -1,0 +1,116 @@
+// Shared model options of the subcommands.
+#include "model_options.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace trine::cli {
+
+std::string ResolveModelPath(const std::string& given) {
+  if (!given.empty()) return given;
+  std::vector<std::string> candidates = {std::string("models/") + kDefaultModelName};
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    std::string dir(exe);
+    dir = dir.substr(0, dir.rfind('/'));
+    candidates.push_back(dir + "/../models/" + kDefaultModelName);
+    candidates.push_back(dir + "/models/" + kDefaultModelName);
+  }
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), R_OK) == 0) return c;
+  }
+  return candidates[0];
+}
+
+void AddModelOptions(cxxopts::Options& o, int default_ctx, int default_batch) {
+  o.add_options("model")("m,model", "GGUF model file (default: the bundled model)",
+                         cxxopts::value<std::string>()->default_value(""))(
+      "c,ctx-size", "context size in tokens (0 = the model's, at most 4096)",
+      cxxopts::value<int>()->default_value(std::to_string(default_ctx)))(
+      "b,batch-size", "tokens per forward pass in prompt evaluation",
+      cxxopts::value<int>()->default_value(std::to_string(default_batch)))(
+      "t,threads", "threads (0 = all cores); pin with OMP_PROC_BIND/OMP_PLACES",
+      cxxopts::value<int>()->default_value("0"))("kv-type", "KV cache precision: f16 or f32",
+                                                 cxxopts::value<std::string>()->default_value("f16"))(
+      "no-mmap", "read the model into memory instead of mapping it");
+}
+
+Status ParseContextParams(const cxxopts::ParseResult& a, ContextParams* cp) {
+  cp->n_ctx = a["ctx-size"].as<int>();
+  cp->n_batch = a["batch-size"].as<int>();
+  cp->n_threads = a["threads"].as<int>();
+  const std::string kv = a["kv-type"].as<std::string>();
+  if (kv == "f16") {
+    cp->kv_type = KvType::kF16;
+  } else if (kv == "f32") {
+    cp->kv_type = KvType::kF32;
+  } else {
+    return InvalidArgument("--kv-type must be f16 or f32, got '" + kv + "'");
+  }
+  if (cp->n_ctx < 0) return InvalidArgument("-c must be >= 0, got " + std::to_string(cp->n_ctx));
+  if (cp->n_batch <= 0) return InvalidArgument("-b must be > 0, got " + std::to_string(cp->n_batch));
+  if (cp->n_threads < 0 || cp->n_threads > 1024) {
+    return InvalidArgument("-t must be in [0, 1024], got " + std::to_string(cp->n_threads));
+  }
+  return Status::Ok();
+}
+
+Status LoadModelAndContext(const cxxopts::ParseResult& a, std::unique_ptr<Model>* model,
+                           std::unique_ptr<Context>* ctx, std::string* path, double* load_ms) {
+  ContextParams cp;
+  TRINE_RETURN_IF_ERROR(ParseContextParams(a, &cp));
+  const auto t0 = std::chrono::steady_clock::now();
+  *path = ResolveModelPath(a["model"].as<std::string>());
+  ModelLoadOptions lo;
+  lo.use_mmap = !a.count("no-mmap");
+  TRINE_RETURN_IF_ERROR(Model::Load(*path, lo, model));
+  if (cp.n_ctx > (*model)->config().n_ctx_train) {
+    std::fprintf(stderr, "warning: context %d is longer than the model was trained for (%d)\n", cp.n_ctx,
+                 (*model)->config().n_ctx_train);
+  }
+  TRINE_RETURN_IF_ERROR(Context::Create(**model, cp, ctx));
+  *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+void AddSamplingOptions(cxxopts::Options& o) {
+  o.add_options("sampling")("temp", "temperature (0 = greedy)", cxxopts::value<float>()->default_value("0.8"))(
+      "top-k", "top-k sampling (0 = off)", cxxopts::value<int>()->default_value("40"))(
+      "top-p", "top-p sampling (1 = off)", cxxopts::value<float>()->default_value("0.95"))(
+      "min-p", "min-p sampling (0 = off)", cxxopts::value<float>()->default_value("0.05"))(
+      "repeat-penalty", "repetition penalty (1 = off)", cxxopts::value<float>()->default_value("1.0"))(
+      "repeat-last-n", "tokens considered by the repetition penalty", cxxopts::value<int>()->default_value("64"))(
+      "s,seed", "random seed (-1 = from the clock)", cxxopts::value<int64_t>()->default_value("-1"));
+}
+
+Status ParseSamplerParams(const cxxopts::ParseResult& a, SamplerParams* sp) {
+  sp->temp = a["temp"].as<float>();
+  sp->top_k = a["top-k"].as<int>();
+  sp->top_p = a["top-p"].as<float>();
+  sp->min_p = a["min-p"].as<float>();
+  sp->repeat_penalty = a["repeat-penalty"].as<float>();
+  sp->repeat_last_n = a["repeat-last-n"].as<int>();
+  const int64_t seed = a["seed"].as<int64_t>();
+  sp->seed = seed < 0 ? static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())
+                      : static_cast<uint64_t>(seed);
+  return ValidateSamplerParams(*sp);
+}
+
+Status ReadTextFile(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError(path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return IoError(path + ": read failed");
+  *out = ss.str();
+  return Status::Ok();
+}
+
+}  // namespace trine::cli

@@ -1,0 +1,41 @@
+// Options shared by the subcommands that run a model (generate, perplexity, chat): model path
+// resolution (the bundled default), context flags, and loading with clear errors.
+#pragma once
+
+#include <cxxopts.hpp>
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "model/model.h"
+#include "runtime/context.h"
+#include "sampler/sampler.h"
+
+namespace trine::cli {
+
+inline constexpr const char* kDefaultModelName = "bitnet-tiny-stories-TQ2_0-f16emb.gguf";
+
+// Returns the path to use for `-m`; `given` empty means the bundled default, looked up under
+// ./models, then ../models and ./models next to the binary.
+std::string ResolveModelPath(const std::string& given);
+
+// -m, -c, -b, -t, --kv-type, --no-mmap.
+void AddModelOptions(cxxopts::Options& options, int default_ctx = 0, int default_batch = 512);
+
+// Reads and validates the context flags.
+Status ParseContextParams(const cxxopts::ParseResult& args, ContextParams* params);
+
+// Loads the model named by -m and creates a context; *load_ms receives the wall time.
+Status LoadModelAndContext(const cxxopts::ParseResult& args, std::unique_ptr<Model>* model,
+                           std::unique_ptr<Context>* ctx, std::string* path, double* load_ms);
+
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, -s/--seed.
+void AddSamplingOptions(cxxopts::Options& options);
+// Reads and validates them; a negative seed means "from the clock".
+Status ParseSamplerParams(const cxxopts::ParseResult& args, SamplerParams* params);
+
+// Reads a whole text file.
+Status ReadTextFile(const std::string& path, std::string* out);
+
+}  // namespace trine::cli
