@@ -1,0 +1,142 @@
+// `trine tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--parse-special] [--ids | --json]`:
+// the token ids of a text, like llama.cpp's llama-tokenize. Works on full models and on
+// vocabulary-only GGUF files (only the tokenizer.ggml.* metadata is read).
+//
+// Output, one of:
+//   default      one line per token: "%6d -> '<piece>'" (pieces with special tokens rendered)
+//   --ids        "[1, 2, 3]"
+//   --json       {"ids": [...], "pieces": [...]} (bytes that are not UTF-8 become U+FFFD)
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "gguf/gguf_reader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trine::cli {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Backslash escapes as llama.cpp's -e does: \n \r \t \' \" \\ and \xHH; others are kept as typed.
+std::string ProcessEscapes(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 >= s.size()) {
+      out.push_back(s[i]);
+      continue;
+    }
+    const char c = s[++i];
+    switch (c) {
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case '\'': case '"': case '\\': out.push_back(c); break;
+      case 'x':
+        if (i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
+          out.push_back(static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2])));
+          i += 2;
+          break;
+        }
+        [[fallthrough]];
+      default:
+        out.push_back('\\');
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunTokenize(int argc, char** argv) {
+  cxxopts::Options opts("trine tokenize", "Print the token ids of a text (like llama.cpp's llama-tokenize).");
+  opts.add_options()("m,model", "GGUF model or vocabulary-only file", cxxopts::value<std::string>())(
+      "p,prompt", "text to tokenize", cxxopts::value<std::string>())(
+      "f,file", "read the text from FILE (one trailing newline is dropped, as llama.cpp does)",
+      cxxopts::value<std::string>())("no-bos", "do not add BOS (or EOS) even when the vocabulary asks for it")(
+      "parse-special", "turn control-token texts such as <|eot_id|> into those tokens")(
+      "e,escape", "process \\n \\r \\t \\' \\\" \\\\ \\xHH escapes in the text")(
+      "ids", "print only the ids, as [1, 2, 3]")("json", "print {\"ids\": [...], \"pieces\": [...]}")(
+      "show-count", "print the number of tokens at the end")("h,help", "show this help");
+  cxxopts::ParseResult args;
+  try {
+    args = opts.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError("tokenize", e.what());
+  }
+  if (args.count("help")) {
+    std::printf("%s\n", opts.help().c_str());
+    return kExitOk;
+  }
+  if (!args.unmatched().empty()) return UsageError("tokenize", "unexpected argument '" + args.unmatched()[0] + "'");
+  if (!args.count("model")) return UsageError("tokenize", "missing -m FILE");
+  if (args.count("prompt") + args.count("file") != 1) {
+    return UsageError("tokenize", "give the text with exactly one of -p TEXT and -f FILE");
+  }
+  if (args.count("ids") && args.count("json")) return UsageError("tokenize", "--ids and --json exclude each other");
+
+  std::string text;
+  if (args.count("prompt")) {
+    text = args["prompt"].as<std::string>();
+  } else {
+    const std::string path = args["file"].as<std::string>();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Fail(path + ": cannot open the text file");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) return Fail(path + ": cannot read the text file");
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+  }
+  if (args.count("escape")) text = ProcessEscapes(text);
+
+  std::unique_ptr<GgufFile> file;
+  Status st = GgufFile::Open(args["model"].as<std::string>(), &file);
+  if (!st.ok()) return Fail(st);
+  std::unique_ptr<Tokenizer> tok;
+  st = Tokenizer::FromGguf(*file, &tok);
+  if (!st.ok()) return Fail(st);
+
+  // As llama-tokenize: the special tokens are added when the vocabulary adds BOS.
+  const bool add_special = tok->vocab().add_bos() && !args.count("no-bos");
+  std::vector<TokenId> ids;
+  st = tok->Tokenize(text, add_special, args.count("parse-special") > 0, &ids);
+  if (!st.ok()) return Fail(st);
+
+  if (args.count("json")) {
+    nlohmann::json j;
+    j["ids"] = ids;
+    nlohmann::json pieces = nlohmann::json::array();
+    for (TokenId id : ids) pieces.push_back(tok->TokenToPiece(id, true));
+    j["pieces"] = pieces;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (args.count("ids")) {
+    std::string line = "[";
+    for (size_t i = 0; i < ids.size(); ++i) line += (i ? ", " : "") + std::to_string(ids[i]);
+    std::printf("%s]\n", line.c_str());
+  } else {
+    for (TokenId id : ids) {
+      const std::string piece = tok->TokenToPiece(id, true);
+      std::printf("%6d -> '", id);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::printf("'\n");
+    }
+  }
+  if (args.count("show-count")) std::printf("Total number of tokens: %zu\n", ids.size());
+  return kExitOk;
+}
+
+}  // namespace trine::cli
