@@ -24,10 +24,26 @@ namespace {
 // Groups whose largest |x| is below this are treated as all zero (ggml's GROUP_MAX_EPS).
 constexpr float kGroupMaxEps = 1e-15f;
 
+// Round to nearest, ties to even (ggml's nearest_int; same as NearestInt, inlined here because it
+// sits in the innermost loops).
+inline int RoundHalfEven(float x) {
+  const float val = x + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &val, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+inline int Clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
 // Symmetric search for a signed scale (ggml make_qx_quants with rmse_type 1, no weights):
-// codes l in [-nmax, nmax-1], stored as l + nmax in L. Tries iscale = -(nmax + 0.1*is)/max for
-// is = -9..9 and keeps the one maximising (sum w*x*l)^2 / (sum w*l*l) with w = x^2; returns the
-// least-squares scale of the chosen codes.
+// codes l in [-nmax, nmax-1], stored as l + nmax in L. Starts from iscale = -nmax/max, then tries
+// iscale = -(nmax + 0.1*is)/max for is = -9..9 (is != 0), keeping a candidate when it raises
+// (sum w*x*l)^2 / (sum w*l*l) with w = x^2; returns the least-squares scale of the kept codes.
+// The candidates are independent of each other (only the comparison is sequential), so where ggml
+// loops over the group once per candidate, one loop here updates every candidate's sums: each sum
+// still adds the same fp32 terms in the same element order and the candidates are compared in the
+// same order, so the result is bit-identical, without the serial dependency between additions.
+// (make_qkx2_quants below cannot be interleaved: a kept candidate moves `min` for the next ones.)
 float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
   float max = 0.0f;
   float amax = 0.0f;
@@ -42,43 +58,36 @@ float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.0f;
   }
+  constexpr int kCandidates = 19;  // the starting scale, then is = -9..-1, 1..9
   const float fnmax = static_cast<float>(nmax);
-  float iscale = -fnmax / max;
-  float sumlx = 0.0f;
-  float suml2 = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    int l = NearestInt(iscale * x[i]);
-    l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
-    L[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    const float fl = static_cast<float>(l);
-    sumlx += w * x[i] * fl;
-    suml2 += w * fl * fl;
+  float iscale[kCandidates];
+  iscale[0] = -fnmax / max;
+  for (int k = 1, is = -9; is <= 9; ++is) {
+    if (is != 0) iscale[k++] = -(fnmax + 0.1f * static_cast<float>(is)) / max;
   }
-  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    iscale = -(fnmax + 0.1f * static_cast<float>(is)) / max;
-    sumlx = 0.0f;
-    suml2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      int l = NearestInt(iscale * x[i]);
-      l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
-      const float w = x[i] * x[i];
-      const float fl = static_cast<float>(l);
-      sumlx += w * x[i] * fl;
-      suml2 += w * fl * fl;
+  float sumlx[kCandidates] = {};
+  float suml2[kCandidates] = {};
+  for (int i = 0; i < n; ++i) {
+    const float w = x[i] * x[i];
+    const float wx = w * x[i];  // ggml's w*x[i]*l is (w*x[i])*l
+    for (int k = 0; k < kCandidates; ++k) {
+      const float fl = static_cast<float>(Clamp(RoundHalfEven(iscale[k] * x[i]), -nmax, nmax - 1));
+      sumlx[k] += wx * fl;
+      suml2[k] += w * fl * fl;
     }
-    if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) {
-        int l = NearestInt(iscale * x[i]);
-        l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
-        L[i] = static_cast<int8_t>(nmax + l);
-      }
-      scale = sumlx / suml2;
-      best = scale * sumlx;
+  }
+  float scale = suml2[0] != 0.0f ? sumlx[0] / suml2[0] : 0.0f;
+  float best = scale * sumlx[0];
+  int kept = 0;
+  for (int k = 1; k < kCandidates; ++k) {
+    if (suml2[k] > 0.0f && sumlx[k] * sumlx[k] > best * suml2[k]) {
+      scale = sumlx[k] / suml2[k];
+      best = scale * sumlx[k];
+      kept = k;
     }
+  }
+  for (int i = 0; i < n; ++i) {
+    L[i] = static_cast<int8_t>(nmax + Clamp(RoundHalfEven(iscale[kept] * x[i]), -nmax, nmax - 1));
   }
   return scale;
 }
@@ -86,7 +95,8 @@ float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
 // Asymmetric search for (scale, min) of one group (ggml make_qkx2_quants): codes in [0, nmax],
 // x ~ scale*L - the_min with the_min >= 0. Starts from the min/max grid, then tries
 // iscale = (rmin + rdelta*is + nmax)/(max - min) for is = 0..nstep, solving the weighted least
-// squares for (scale, min) each time and keeping the lowest weighted squared error.
+// squares for (scale, min) each time and keeping the lowest weighted squared error. As in ggml, a
+// kept candidate's min is used by the candidates after it (both in iscale and in x - min).
 float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
                      uint8_t* Laux, float rmin, float rdelta, int nstep) {
   float min = x[0];
@@ -111,7 +121,7 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint
   float scale = 1.0f / iscale;
   float best_error = 0.0f;
   for (int i = 0; i < n; ++i) {
-    int l = NearestInt(iscale * (x[i] - min));
+    int l = RoundHalfEven(iscale * (x[i] - min));
     l = l < 0 ? 0 : (l > nmax ? nmax : l);
     L[i] = static_cast<uint8_t>(l);
     float diff = scale * static_cast<float>(L[i]) + min - x[i];
@@ -122,7 +132,7 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint
     iscale = (rmin + rdelta * static_cast<float>(is) + fnmax) / (max - min);
     float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
     for (int i = 0; i < n; ++i) {
-      int l = NearestInt(iscale * (x[i] - min));
+      int l = RoundHalfEven(iscale * (x[i] - min));
       l = l < 0 ? 0 : (l > nmax ? nmax : l);
       Laux[i] = static_cast<uint8_t>(l);
       const float w = weights[i];
@@ -220,7 +230,7 @@ void QuantizeRowQ4_K(const float* src, void* dst, int64_t n) {
       if (d == 0.0f) continue;
       const float dm = Fp16ToFp32(y[i].dmin) * static_cast<float>(m);
       for (int ii = 0; ii < 32; ++ii) {
-        int l = NearestInt((x[32 * j + ii] + dm) / d);
+        int l = RoundHalfEven((x[32 * j + ii] + dm) / d);
         l = l < 0 ? 0 : (l > 15 ? 15 : l);
         L[32 * j + ii] = static_cast<uint8_t>(l);
       }
@@ -268,7 +278,7 @@ void QuantizeRowQ6_K(const float* src, void* dst, int64_t n) {
       const float d = Fp16ToFp32(y[i].d) * static_cast<float>(y[i].scales[j]);
       if (d == 0.0f) continue;
       for (int ii = 0; ii < 16; ++ii) {
-        int l = NearestInt(x[16 * j + ii] / d);
+        int l = RoundHalfEven(x[16 * j + ii] / d);
         l = l < -32 ? -32 : (l > 31 ? 31 : l);
         L[16 * j + ii] = static_cast<int8_t>(l + 32);
       }
