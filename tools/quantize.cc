@@ -156,7 +156,9 @@ TypeId MixType(MixState& qs, const Options& o, const GgufTensorInfo& t, Category
   const uint32_t ftype = o.ftype->ftype;
   if (cat == Category::kOutput || (qs.tied_embeddings && cat == Category::kTokenEmbd)) {
     if (o.has_output_type) return o.output_type;
-    if (o.ftype->type == TypeId::kI2_S) return TypeId::kF16;  // trine's choice, see README
+    // trine's choice for I2_S files: a float embedding does not survive sign quantization, and
+    // bitnet.cpp's own setup passes --token-embedding-type f16 (the official 2B4T file has F16).
+    if (o.ftype->type == TypeId::kI2_S) return TypeId::kF16;
     if (t.ne[0] % GetTypeTraits(new_type).block_elems != 0) return TypeId::kQ8_0;
     return new_type != TypeId::kQ8_0 ? TypeId::kQ6_K : new_type;
   }
@@ -194,7 +196,7 @@ Status Fallback(const GgufTensorInfo& t, TypeId target, TypeId* out, std::string
       ret = TypeId::kQ8_0;
       break;
     case TypeId::kI2_S:
-      ret = TypeId::kF16;  // trine's choice: bitnet.cpp defines no fallback
+      ret = TypeId::kF16;  // trine's choice; bitnet.cpp defines no fallback for I2_S
       break;
     case TypeId::kQ4_K:
       return Unsupported(t.name + ": ne[0] = " + std::to_string(ncols) +

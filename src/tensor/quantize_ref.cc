@@ -306,7 +306,11 @@ void QuantizeI2S(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(src[i]));
   std::memset(dst, 0, static_cast<size_t>(n / 4 + kI2STailBytes));
   for (int64_t i = 0; i < n; ++i) {
-    // bitnet.cpp's quantize_i2_s: sign quantization against the tensor max (1e-6 dead zone).
+    // bitnet.cpp's quantize_i2_s (x86 ACT_PARALLEL layout): sign quantization against the tensor
+    // max, with a dead zone |x| < 1e-6 (compared in double there; no float lies between 1e-6f and
+    // 1e-6, so "> 1e-6f" here selects the same elements). Its max is taken in double and stored as
+    // float, which is the float max itself. bitnet.cpp leaves the 28 bytes after the scale
+    // unwritten; trine zeroes them.
     int c = 1;
     if (std::fabs(src[i]) > 1e-6f) c = src[i] > 0 ? 2 : 0;
     const int64_t blk = i / kQKI2S;
