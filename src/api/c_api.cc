@@ -1,0 +1,767 @@
+// The C API (include/trine/trine.h) over the C++ internals: argument checks, Status -> trine_status,
+// and the only place where C++ exceptions (std::bad_alloc above all) are caught. Must not be
+// included by the internals; only tools/ and embedders see trine.h.
+#include "trine/trine.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/context.h"
+#include "sampler/sampler.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+#if defined(TRINE_PROJECT_VERSION_MAJOR)
+static_assert(TRINE_PROJECT_VERSION_MAJOR == TRINE_VERSION_MAJOR &&
+                  TRINE_PROJECT_VERSION_MINOR == TRINE_VERSION_MINOR &&
+                  TRINE_PROJECT_VERSION_PATCH == TRINE_VERSION_PATCH,
+              "trine.h's TRINE_VERSION_* must match project(trine VERSION ...) in CMakeLists.txt");
+#endif
+
+// ---- Handles ------------------------------------------------------------------------------------
+
+namespace {
+
+// Everything a trine_model handle shares with its contexts; immutable after load.
+struct ModelState {
+  std::unique_ptr<trine::Model> model;
+  std::unique_ptr<trine::Tokenizer> tokenizer;  // null when the vocabulary has no usable tokenizer
+  trine::Status tokenizer_status;               // why tokenizer is null
+  std::string desc;
+  uint64_t size_bytes = 0;
+  uint64_t n_params = 0;
+};
+
+}  // namespace
+
+struct trine_model {
+  std::shared_ptr<const ModelState> state;
+};
+
+struct trine_context {
+  std::shared_ptr<const ModelState> model;  // keeps the weights alive while the context lives
+  std::unique_ptr<trine::Context> ctx;
+  int n_logits = 0;  // rows of logits of the last decode; 0 after kv_clear / kv_trim / a failure
+};
+
+struct trine_sampler {
+  explicit trine_sampler(const trine::SamplerParams& p) : sampler(p) {}
+  trine::Sampler sampler;
+};
+
+namespace {
+
+// ---- Errors -------------------------------------------------------------------------------------
+
+// Fixed buffers, so that recording an error never allocates (it also reports out-of-memory).
+thread_local char t_error[2048];
+thread_local trine_status t_status = TRINE_OK;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void SetErrorF(trine_status status, const char* fmt, ...) {
+  t_status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(t_error, sizeof(t_error), fmt, ap);
+  va_end(ap);
+  if (n >= static_cast<int>(sizeof(t_error))) std::memcpy(t_error + sizeof(t_error) - 4, "...", 4);
+}
+
+trine_status ToStatus(trine::StatusCode code) {
+  switch (code) {
+    case trine::StatusCode::kOk: return TRINE_OK;
+    case trine::StatusCode::kInvalidArgument: return TRINE_ERROR_INVALID_ARGUMENT;
+    case trine::StatusCode::kInvalidFile: return TRINE_ERROR_INVALID_FILE;
+    case trine::StatusCode::kIoError: return TRINE_ERROR_IO;
+    case trine::StatusCode::kUnsupported: return TRINE_ERROR_UNSUPPORTED;
+    case trine::StatusCode::kOutOfMemory: return TRINE_ERROR_OUT_OF_MEMORY;
+    case trine::StatusCode::kCancelled: return TRINE_ERROR_CANCELLED;
+    case trine::StatusCode::kInternal: return TRINE_ERROR_INTERNAL;
+  }
+  return TRINE_ERROR_INTERNAL;
+}
+
+// Records a failed internal Status (its message verbatim) and returns its trine_status.
+trine_status Fail(const trine::Status& st) {
+  const trine_status s = ToStatus(st.code());
+  SetErrorF(s == TRINE_OK ? TRINE_ERROR_INTERNAL : s, "%s", st.message().c_str());
+  return s == TRINE_OK ? TRINE_ERROR_INTERNAL : s;
+}
+
+trine_status InvalidArg(const char* fn, const char* what) {
+  SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: %s", fn, what);
+  return TRINE_ERROR_INVALID_ARGUMENT;
+}
+
+// Runs `body` and turns any escaping exception into an error return; nothing propagates to C.
+template <class R, class F>
+R Guard(const char* fn, R on_error, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    SetErrorF(TRINE_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  } catch (const std::exception& e) {
+    SetErrorF(TRINE_ERROR_INTERNAL, "%s: internal error: %s", fn, e.what());
+  } catch (...) {
+    SetErrorF(TRINE_ERROR_INTERNAL, "%s: internal error: unknown exception", fn);
+  }
+  return on_error;
+}
+
+// The int32 "size" functions return this for errors other than a too-small buffer.
+constexpr int32_t kSizeError = TRINE_SIZE_ERROR;
+
+// ---- Logging ------------------------------------------------------------------------------------
+
+std::mutex g_log_mu;
+trine_log_callback g_log_callback = nullptr;
+void* g_log_user_data = nullptr;
+
+void Log(trine_log_level level, const std::string& message) {
+  trine_log_callback cb;
+  void* ud;
+  {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    cb = g_log_callback;
+    ud = g_log_user_data;
+  }
+  if (cb) {
+    cb(level, message.c_str(), ud);
+  } else if (level >= TRINE_LOG_WARN) {
+    std::fprintf(stderr, "trine: %s: %s\n", level == TRINE_LOG_WARN ? "warning" : "error", message.c_str());
+  }
+}
+
+// ---- Helpers ------------------------------------------------------------------------------------
+
+bool CheckStructSize(const char* fn, size_t got, size_t want, const char* type) {
+  if (got == want) return true;
+  SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: params->struct_size is %zu, expected sizeof(%s) = %zu", fn, got, type,
+            want);
+  return false;
+}
+
+// Writes `text` into (buf, size) by the "too small -> -needed" convention.
+int32_t WriteText(const char* fn, const std::string& text, char* buf, int32_t size) {
+  if (size < 0) return InvalidArg(fn, "size is negative"), kSizeError;
+  if (buf == nullptr && size > 0) return InvalidArg(fn, "buf is NULL but size > 0"), kSizeError;
+  if (text.size() > static_cast<size_t>(INT32_MAX)) {
+    SetErrorF(TRINE_ERROR_UNSUPPORTED, "%s: text of %zu bytes is too long for an int32_t length", fn, text.size());
+    return kSizeError;
+  }
+  const int32_t len = static_cast<int32_t>(text.size());
+  if (len > size) {
+    SetErrorF(TRINE_ERROR_BUFFER_TOO_SMALL, "%s: the text needs %d bytes, the buffer holds %d", fn, len, size);
+    return -len;
+  }
+  if (len > 0) std::memcpy(buf, text.data(), static_cast<size_t>(len));
+  if (len < size) buf[len] = '\0';
+  return len;
+}
+
+const ModelState* ModelOf(const char* fn, const trine_model* model) {
+  if (model == nullptr || !model->state) {
+    InvalidArg(fn, "model is NULL");
+    return nullptr;
+  }
+  return model->state.get();
+}
+
+const trine::Tokenizer* TokenizerOf(const char* fn, const trine_model* model) {
+  const ModelState* m = ModelOf(fn, model);
+  if (m == nullptr) return nullptr;
+  if (!m->tokenizer) {
+    SetErrorF(ToStatus(m->tokenizer_status.code()), "%s: %s", fn, m->tokenizer_status.message().c_str());
+    return nullptr;
+  }
+  return m->tokenizer.get();
+}
+
+// Row `i` of the context's logits (-1: the last), or null with the error set.
+const float* LogitsRow(const char* fn, trine_context* ctx, int32_t i) {
+  if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL"), nullptr;
+  if (ctx->n_logits == 0) {
+    InvalidArg(fn, "no logits: nothing was decoded since the context was created or its KV cache cleared/trimmed");
+    return nullptr;
+  }
+  const int32_t row = i == -1 ? ctx->n_logits - 1 : i;
+  if (row < 0 || row >= ctx->n_logits) {
+    SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: logits row %d is out of range [0, %d) (or -1 for the last)", fn, i,
+              ctx->n_logits);
+    return nullptr;
+  }
+  return ctx->ctx->logits(row);
+}
+
+std::string HumanCount(uint64_t n) {
+  char buf[32];
+  if (n >= 1000000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.1fB", static_cast<double>(n) / 1e9);
+  } else if (n >= 1000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.1fM", static_cast<double>(n) / 1e6);
+  } else if (n >= 1000ull) {
+    std::snprintf(buf, sizeof(buf), "%.1fK", static_cast<double>(n) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(n));
+  }
+  return buf;
+}
+
+// "llama 4.5M params, 4 layers, n_embd 256, mostly TQ2_0": the type is the one of most bytes
+// among the matrices of the layers (embeddings are often kept in a wider type).
+std::string Describe(const trine::Model& model, uint64_t n_params) {
+  std::vector<std::pair<uint64_t, std::string>> by_type;
+  for (const trine::GgufTensorInfo& t : model.file().tensors()) {
+    if (t.n_dims < 2 || t.name.rfind("blk.", 0) != 0) continue;
+    const std::string name = trine::TypeName(t.type);
+    auto it = std::find_if(by_type.begin(), by_type.end(), [&](const auto& p) { return p.second == name; });
+    if (it == by_type.end()) {
+      by_type.emplace_back(t.n_bytes, name);
+    } else {
+      it->first += t.n_bytes;
+    }
+  }
+  std::string mostly;
+  uint64_t best = 0;
+  for (const auto& p : by_type) {
+    if (p.first > best) {
+      best = p.first;
+      mostly = p.second;
+    }
+  }
+  for (char& c : mostly) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  const trine::ModelConfig& c = model.config();
+  std::string d = c.arch_name + " " + HumanCount(n_params) + " params, " + std::to_string(c.n_layer) + " layers, n_embd " +
+                  std::to_string(c.n_embd);
+  if (!mostly.empty()) d += ", mostly " + mostly;
+  return d;
+}
+
+bool ResolveChatTemplate(const char* fn, const trine_model* model, const char* tmpl, trine::ChatTemplate* out) {
+  trine::Status st;
+  if (tmpl != nullptr) {
+    st = trine::ParseChatTemplateName(tmpl, out);
+  } else {
+    const ModelState* m = ModelOf(fn, model);
+    if (m == nullptr) {
+      InvalidArg(fn, "model and tmpl are both NULL (give a template name or a model)");
+      return false;
+    }
+    st = trine::DetectChatTemplate(m->model->vocab().chat_template(), out);
+  }
+  if (!st.ok()) {
+    Fail(st);
+    return false;
+  }
+  return true;
+}
+
+std::string BosText(const trine_model* model) {
+  if (model == nullptr || !model->state) return "";
+  const trine::Vocab& v = model->state->model->vocab();
+  return v.InRange(v.bos()) ? v.token(v.bos()) : "";
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- Library, errors, logging -------------------------------------------------------------------
+
+#define TRINE_STR2(x) #x
+#define TRINE_STR(x) TRINE_STR2(x)
+
+const char* trine_version(void) {
+  return TRINE_STR(TRINE_VERSION_MAJOR) "." TRINE_STR(TRINE_VERSION_MINOR) "." TRINE_STR(TRINE_VERSION_PATCH);
+}
+
+const char* trine_status_string(trine_status status) {
+  switch (status) {
+    case TRINE_OK: return "TRINE_OK";
+    case TRINE_ERROR_INVALID_ARGUMENT: return "TRINE_ERROR_INVALID_ARGUMENT";
+    case TRINE_ERROR_INVALID_FILE: return "TRINE_ERROR_INVALID_FILE";
+    case TRINE_ERROR_IO: return "TRINE_ERROR_IO";
+    case TRINE_ERROR_UNSUPPORTED: return "TRINE_ERROR_UNSUPPORTED";
+    case TRINE_ERROR_OUT_OF_MEMORY: return "TRINE_ERROR_OUT_OF_MEMORY";
+    case TRINE_ERROR_CANCELLED: return "TRINE_ERROR_CANCELLED";
+    case TRINE_ERROR_INTERNAL: return "TRINE_ERROR_INTERNAL";
+    case TRINE_ERROR_BUFFER_TOO_SMALL: return "TRINE_ERROR_BUFFER_TOO_SMALL";
+  }
+  return "unknown status";
+}
+
+const char* trine_last_error(void) { return t_error; }
+
+trine_status trine_last_status(void) { return t_status; }
+
+void trine_log_set(trine_log_callback callback, void* user_data) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  g_log_callback = callback;
+  g_log_user_data = user_data;
+}
+
+// ---- Model --------------------------------------------------------------------------------------
+
+trine_model_params trine_model_default_params(void) {
+  trine_model_params p;
+  std::memset(&p, 0, sizeof(p));
+  p.struct_size = sizeof(p);
+  p.progress_callback = nullptr;
+  p.progress_user_data = nullptr;
+  p.use_mmap = true;
+  return p;
+}
+
+trine_model* trine_model_load(const char* path, const trine_model_params* params) {
+  static const char* fn = "trine_model_load";
+  return Guard(fn, static_cast<trine_model*>(nullptr), [&]() -> trine_model* {
+    if (path == nullptr) return InvalidArg(fn, "path is NULL"), nullptr;
+    if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_model_default_params())"), nullptr;
+    if (!CheckStructSize(fn, params->struct_size, sizeof(trine_model_params), "trine_model_params")) return nullptr;
+    trine::ModelLoadOptions lo;
+    lo.use_mmap = params->use_mmap;
+    if (params->progress_callback != nullptr) {
+      const trine_progress_callback cb = params->progress_callback;
+      void* ud = params->progress_user_data;
+      lo.progress = [cb, ud](float f) { return cb(f, ud); };
+    }
+    auto state = std::make_shared<ModelState>();
+    trine::Status st = trine::Model::Load(path, lo, &state->model);
+    if (!st.ok()) return Fail(st), nullptr;
+    state->tokenizer_status = trine::Tokenizer::Create(state->model->vocab(), &state->tokenizer);
+    if (!state->tokenizer_status.ok()) {
+      Log(TRINE_LOG_WARN, std::string(path) + ": no tokenizer: " + state->tokenizer_status.message());
+    }
+    for (const trine::GgufTensorInfo& t : state->model->file().tensors()) {
+      state->size_bytes += t.n_bytes;
+      state->n_params += static_cast<uint64_t>(t.n_elems);
+    }
+    state->desc = Describe(*state->model, state->n_params);
+    Log(TRINE_LOG_INFO, std::string(path) + ": " + state->desc);
+    auto* handle = new trine_model;
+    handle->state = std::move(state);
+    return handle;
+  });
+}
+
+void trine_model_free(trine_model* model) { delete model; }
+
+int32_t trine_model_n_vocab(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_n_vocab", model);
+  return m ? m->model->config().n_vocab : TRINE_ERROR_INVALID_ARGUMENT;
+}
+
+int32_t trine_model_n_ctx_train(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_n_ctx_train", model);
+  return m ? m->model->config().n_ctx_train : TRINE_ERROR_INVALID_ARGUMENT;
+}
+
+int32_t trine_model_n_embd(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_n_embd", model);
+  return m ? m->model->config().n_embd : TRINE_ERROR_INVALID_ARGUMENT;
+}
+
+int32_t trine_model_n_layer(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_n_layer", model);
+  return m ? m->model->config().n_layer : TRINE_ERROR_INVALID_ARGUMENT;
+}
+
+uint64_t trine_model_size(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_size", model);
+  return m ? m->size_bytes : 0;
+}
+
+uint64_t trine_model_n_params(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_n_params", model);
+  return m ? m->n_params : 0;
+}
+
+const char* trine_model_arch(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_arch", model);
+  return m ? m->model->config().arch_name.c_str() : nullptr;
+}
+
+const char* trine_model_desc(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_desc", model);
+  return m ? m->desc.c_str() : nullptr;
+}
+
+trine_token trine_model_token_bos(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_token_bos", model);
+  return m && m->model->vocab().bos() >= 0 ? m->model->vocab().bos() : TRINE_TOKEN_NULL;
+}
+
+trine_token trine_model_token_eos(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_token_eos", model);
+  return m && m->model->vocab().eos() >= 0 ? m->model->vocab().eos() : TRINE_TOKEN_NULL;
+}
+
+trine_token trine_model_token_eot(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_token_eot", model);
+  return m && m->model->vocab().eot() >= 0 ? m->model->vocab().eot() : TRINE_TOKEN_NULL;
+}
+
+bool trine_model_token_is_eog(const trine_model* model, trine_token token) {
+  const ModelState* m = ModelOf("trine_model_token_is_eog", model);
+  return m != nullptr && m->model->vocab().IsEog(token);
+}
+
+bool trine_model_add_bos(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_add_bos", model);
+  return m != nullptr && m->model->vocab().add_bos();
+}
+
+// ---- Tokenizer ----------------------------------------------------------------------------------
+
+int32_t trine_tokenize(const trine_model* model, const char* text, int32_t text_len, trine_token* tokens,
+                       int32_t n_tokens_max, bool add_special, bool parse_special) {
+  static const char* fn = "trine_tokenize";
+  return Guard(fn, kSizeError, [&]() -> int32_t {
+    const trine::Tokenizer* tok = TokenizerOf(fn, model);
+    if (tok == nullptr) return kSizeError;
+    if (text == nullptr && text_len != 0) return InvalidArg(fn, "text is NULL"), kSizeError;
+    if (n_tokens_max < 0) return InvalidArg(fn, "n_tokens_max is negative"), kSizeError;
+    if (tokens == nullptr && n_tokens_max > 0) return InvalidArg(fn, "tokens is NULL but n_tokens_max > 0"), kSizeError;
+    const size_t len = text == nullptr ? 0 : text_len < 0 ? std::strlen(text) : static_cast<size_t>(text_len);
+    std::vector<trine::TokenId> ids;
+    trine::Status st = tok->Tokenize(std::string(text == nullptr ? "" : text, len), add_special, parse_special, &ids);
+    if (!st.ok()) return Fail(st), kSizeError;
+    if (ids.size() > static_cast<size_t>(INT32_MAX)) {
+      SetErrorF(TRINE_ERROR_UNSUPPORTED, "%s: %zu tokens do not fit an int32_t count", fn, ids.size());
+      return kSizeError;
+    }
+    const int32_t n = static_cast<int32_t>(ids.size());
+    if (n > n_tokens_max) {
+      SetErrorF(TRINE_ERROR_BUFFER_TOO_SMALL, "%s: the text needs %d tokens, the buffer holds %d", fn, n,
+                n_tokens_max);
+      return -n;
+    }
+    std::copy(ids.begin(), ids.end(), tokens);
+    return n;
+  });
+}
+
+int32_t trine_token_to_piece(const trine_model* model, trine_token token, char* buf, int32_t size,
+                             bool render_special) {
+  static const char* fn = "trine_token_to_piece";
+  return Guard(fn, kSizeError, [&]() -> int32_t {
+    const trine::Tokenizer* tok = TokenizerOf(fn, model);
+    if (tok == nullptr) return kSizeError;
+    if (!tok->IsValid(token)) {
+      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: token id %d is out of range [0, %d)", fn, token,
+                tok->vocab().size());
+      return kSizeError;
+    }
+    return WriteText(fn, tok->TokenToPiece(token, render_special), buf, size);
+  });
+}
+
+int32_t trine_detokenize(const trine_model* model, const trine_token* tokens, int32_t n_tokens, char* buf,
+                         int32_t size, bool remove_special, bool render_special) {
+  static const char* fn = "trine_detokenize";
+  return Guard(fn, kSizeError, [&]() -> int32_t {
+    const trine::Tokenizer* tok = TokenizerOf(fn, model);
+    if (tok == nullptr) return kSizeError;
+    if (n_tokens < 0) return InvalidArg(fn, "n_tokens is negative"), kSizeError;
+    if (tokens == nullptr && n_tokens > 0) return InvalidArg(fn, "tokens is NULL but n_tokens > 0"), kSizeError;
+    std::vector<trine::TokenId> ids(tokens, tokens + n_tokens);
+    std::string text;
+    trine::Status st = tok->Detokenize(ids, &text, remove_special, render_special);
+    if (!st.ok()) return Fail(st), kSizeError;
+    return WriteText(fn, text, buf, size);
+  });
+}
+
+// ---- Context ------------------------------------------------------------------------------------
+
+trine_context_params trine_context_default_params(void) {
+  trine_context_params p;
+  std::memset(&p, 0, sizeof(p));
+  const trine::ContextParams d;
+  p.struct_size = sizeof(p);
+  p.n_ctx = d.n_ctx;
+  p.n_batch = d.n_batch;
+  p.n_threads = d.n_threads;
+  p.kv_type = TRINE_KV_F16;
+  return p;
+}
+
+trine_context* trine_context_create(trine_model* model, const trine_context_params* params) {
+  static const char* fn = "trine_context_create";
+  return Guard(fn, static_cast<trine_context*>(nullptr), [&]() -> trine_context* {
+    if (ModelOf(fn, model) == nullptr) return nullptr;
+    if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_context_default_params())"), nullptr;
+    if (!CheckStructSize(fn, params->struct_size, sizeof(trine_context_params), "trine_context_params")) return nullptr;
+    trine::ContextParams cp;
+    cp.n_ctx = params->n_ctx;
+    cp.n_batch = params->n_batch;
+    cp.n_threads = params->n_threads;
+    switch (params->kv_type) {
+      case TRINE_KV_F16: cp.kv_type = trine::KvType::kF16; break;
+      case TRINE_KV_F32: cp.kv_type = trine::KvType::kF32; break;
+      default:
+        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is not TRINE_KV_F16 or TRINE_KV_F32", fn,
+                  static_cast<int>(params->kv_type));
+        return nullptr;
+    }
+    const trine::Model& m = *model->state->model;
+    std::unique_ptr<trine::Context> ctx;
+    trine::Status st = trine::Context::Create(m, cp, &ctx);
+    if (!st.ok()) return Fail(st), nullptr;
+    if (cp.n_ctx > m.config().n_ctx_train) {
+      Log(TRINE_LOG_WARN, "context " + std::to_string(cp.n_ctx) + " is longer than the model was trained for (" +
+                              std::to_string(m.config().n_ctx_train) + ")");
+    }
+    auto* handle = new trine_context;
+    handle->model = model->state;
+    handle->ctx = std::move(ctx);
+    return handle;
+  });
+}
+
+void trine_context_free(trine_context* ctx) { delete ctx; }
+
+trine_status trine_context_decode(trine_context* ctx, const trine_token* tokens, int32_t n_tokens, bool all_logits) {
+  static const char* fn = "trine_context_decode";
+  return Guard(fn, TRINE_ERROR_INTERNAL, [&]() -> trine_status {
+    if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+    if (tokens == nullptr) return InvalidArg(fn, "tokens is NULL");
+    if (n_tokens <= 0) return InvalidArg(fn, "n_tokens must be > 0");
+    ctx->n_logits = 0;
+    trine::Status st = ctx->ctx->Decode(tokens, n_tokens, all_logits);
+    if (!st.ok()) return Fail(st);
+    ctx->n_logits = all_logits ? n_tokens : 1;
+    return TRINE_OK;
+  });
+}
+
+const float* trine_context_get_logits(trine_context* ctx, int32_t i) {
+  return LogitsRow("trine_context_get_logits", ctx, i);
+}
+
+int32_t trine_context_n_past(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_n_past", "ctx is NULL");
+  return ctx->ctx->n_past();
+}
+
+int32_t trine_context_n_ctx(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_n_ctx", "ctx is NULL");
+  return ctx->ctx->n_ctx();
+}
+
+int32_t trine_context_n_threads(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_n_threads", "ctx is NULL");
+  return ctx->ctx->n_threads();
+}
+
+trine_status trine_context_kv_clear(trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_kv_clear", "ctx is NULL");
+  ctx->ctx->Truncate(0);
+  ctx->n_logits = 0;
+  return TRINE_OK;
+}
+
+trine_status trine_context_kv_trim(trine_context* ctx, int32_t n) {
+  static const char* fn = "trine_context_kv_trim";
+  if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+  if (n < 0 || n > ctx->ctx->n_past()) {
+    SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: n = %d is outside [0, n_past = %d]", fn, n, ctx->ctx->n_past());
+    return TRINE_ERROR_INVALID_ARGUMENT;
+  }
+  ctx->ctx->Truncate(n);
+  ctx->n_logits = 0;
+  return TRINE_OK;
+}
+
+// ---- Sampler ------------------------------------------------------------------------------------
+
+trine_sampler_params trine_sampler_default_params(void) {
+  trine_sampler_params p;
+  std::memset(&p, 0, sizeof(p));
+  const trine::SamplerParams d;
+  p.struct_size = sizeof(p);
+  p.temp = d.temp;
+  p.top_k = d.top_k;
+  p.top_p = d.top_p;
+  p.min_p = d.min_p;
+  p.repeat_penalty = d.repeat_penalty;
+  p.repeat_last_n = d.repeat_last_n;
+  p.seed = d.seed;
+  return p;
+}
+
+trine_sampler* trine_sampler_create(const trine_sampler_params* params) {
+  static const char* fn = "trine_sampler_create";
+  return Guard(fn, static_cast<trine_sampler*>(nullptr), [&]() -> trine_sampler* {
+    if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_sampler_default_params())"), nullptr;
+    if (!CheckStructSize(fn, params->struct_size, sizeof(trine_sampler_params), "trine_sampler_params")) return nullptr;
+    trine::SamplerParams sp;
+    sp.temp = params->temp;
+    sp.top_k = params->top_k;
+    sp.top_p = params->top_p;
+    sp.min_p = params->min_p;
+    sp.repeat_penalty = params->repeat_penalty;
+    sp.repeat_last_n = params->repeat_last_n;
+    sp.seed = params->seed;
+    trine::Status st = trine::ValidateSamplerParams(sp);
+    if (!st.ok()) {
+      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: invalid params: %s", fn, st.message().c_str());
+      return nullptr;
+    }
+    return new trine_sampler(sp);
+  });
+}
+
+void trine_sampler_free(trine_sampler* sampler) { delete sampler; }
+
+trine_token trine_sampler_sample(trine_sampler* sampler, trine_context* ctx, int32_t i) {
+  static const char* fn = "trine_sampler_sample";
+  return Guard(fn, static_cast<trine_token>(TRINE_ERROR_INTERNAL), [&]() -> trine_token {
+    if (sampler == nullptr) return InvalidArg(fn, "sampler is NULL");
+    const float* logits = LogitsRow(fn, ctx, i);
+    if (logits == nullptr) return TRINE_ERROR_INVALID_ARGUMENT;
+    return sampler->sampler.Sample(logits, ctx->ctx->n_vocab());
+  });
+}
+
+trine_token trine_sampler_sample_logits(trine_sampler* sampler, const float* logits, int32_t n_vocab) {
+  static const char* fn = "trine_sampler_sample_logits";
+  return Guard(fn, static_cast<trine_token>(TRINE_ERROR_INTERNAL), [&]() -> trine_token {
+    if (sampler == nullptr) return InvalidArg(fn, "sampler is NULL");
+    if (logits == nullptr) return InvalidArg(fn, "logits is NULL");
+    if (n_vocab <= 0) return InvalidArg(fn, "n_vocab must be > 0");
+    return sampler->sampler.Sample(logits, n_vocab);
+  });
+}
+
+trine_status trine_sampler_accept(trine_sampler* sampler, trine_token token) {
+  static const char* fn = "trine_sampler_accept";
+  return Guard(fn, TRINE_ERROR_INTERNAL, [&]() -> trine_status {
+    if (sampler == nullptr) return InvalidArg(fn, "sampler is NULL");
+    if (token < 0) {
+      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: token id %d is negative", fn, token);
+      return TRINE_ERROR_INVALID_ARGUMENT;
+    }
+    sampler->sampler.Accept(token);
+    return TRINE_OK;
+  });
+}
+
+trine_status trine_sampler_reset(trine_sampler* sampler) {
+  if (sampler == nullptr) return InvalidArg("trine_sampler_reset", "sampler is NULL");
+  sampler->sampler.Reset();
+  return TRINE_OK;
+}
+
+// ---- Generation ---------------------------------------------------------------------------------
+
+int32_t trine_generate(trine_context* ctx, trine_sampler* sampler, const char* prompt, int32_t n_predict,
+                       trine_token_callback callback, void* user_data) {
+  static const char* fn = "trine_generate";
+  return Guard(fn, static_cast<int32_t>(TRINE_ERROR_INTERNAL), [&]() -> int32_t {
+    if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+    if (sampler == nullptr) return InvalidArg(fn, "sampler is NULL");
+    const ModelState& m = *ctx->model;
+    if (!m.tokenizer) {
+      SetErrorF(ToStatus(m.tokenizer_status.code()), "%s: %s", fn, m.tokenizer_status.message().c_str());
+      return t_status;
+    }
+    trine::Context& c = *ctx->ctx;
+    const trine::Vocab& vocab = m.model->vocab();
+    std::vector<trine::TokenId> ids;
+    if (prompt != nullptr && *prompt != '\0') {
+      trine::Status st = m.tokenizer->Tokenize(prompt, c.n_past() == 0, false, &ids);
+      if (!st.ok()) return Fail(st);
+    }
+    if (!ids.empty()) {
+      if (static_cast<int64_t>(ids.size()) > c.n_ctx() - c.n_past()) {
+        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT,
+                  "%s: the prompt is %zu tokens, but only %d of the context's %d positions are free", fn,
+                  ids.size(), c.n_ctx() - c.n_past(), c.n_ctx());
+        return TRINE_ERROR_INVALID_ARGUMENT;
+      }
+      for (trine::TokenId id : ids) sampler->sampler.Accept(id);
+      ctx->n_logits = 0;
+      trine::Status st = c.Decode(ids.data(), static_cast<int>(ids.size()), false);
+      if (!st.ok()) return Fail(st);
+      ctx->n_logits = 1;
+    } else if (ctx->n_logits == 0) {
+      return InvalidArg(fn, "the prompt is empty and the context has no logits to continue from");
+    }
+    int32_t generated = 0;
+    while (n_predict < 0 || generated < n_predict) {
+      const int next = sampler->sampler.Sample(c.logits(ctx->n_logits - 1), c.n_vocab());
+      if (vocab.IsEog(next)) break;
+      sampler->sampler.Accept(next);
+      ++generated;
+      bool evaluated = false;
+      if (c.n_past() < c.n_ctx()) {
+        ctx->n_logits = 0;
+        trine::Status st = c.Decode(&next, 1, false);
+        if (!st.ok()) return Fail(st);
+        ctx->n_logits = 1;
+        evaluated = true;
+      }
+      if (callback != nullptr) {
+        const std::string piece = m.tokenizer->TokenToPiece(next, false);
+        if (!callback(piece.c_str(), piece.size(), next, user_data)) break;
+      }
+      if (!evaluated) break;
+    }
+    return generated;
+  });
+}
+
+// ---- Chat templates -----------------------------------------------------------------------------
+
+int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl, const trine_chat_message* messages,
+                                  size_t n_messages, bool add_assistant, char* buf, int32_t size) {
+  static const char* fn = "trine_chat_apply_template";
+  return Guard(fn, kSizeError, [&]() -> int32_t {
+    if (messages == nullptr && n_messages > 0) return InvalidArg(fn, "messages is NULL but n_messages > 0"), kSizeError;
+    trine::ChatTemplate t;
+    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return kSizeError;
+    std::vector<trine::ChatMessage> msgs;
+    msgs.reserve(n_messages);
+    for (size_t i = 0; i < n_messages; ++i) {
+      if (messages[i].role == nullptr || messages[i].content == nullptr) {
+        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: messages[%zu] has a NULL role or content", fn, i);
+        return kSizeError;
+      }
+      msgs.push_back({messages[i].role, messages[i].content});
+    }
+    return WriteText(fn, trine::RenderChat(t, msgs, 0, add_assistant, BosText(model)), buf, size);
+  });
+}
+
+const char* trine_chat_template_name(const trine_model* model, const char* tmpl) {
+  static const char* fn = "trine_chat_template_name";
+  return Guard(fn, static_cast<const char*>(nullptr), [&]() -> const char* {
+    trine::ChatTemplate t;
+    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return nullptr;
+    return trine::ChatTemplateName(t);
+  });
+}
+
+int32_t trine_chat_end_of_turn(const trine_model* model, const char* tmpl, char* buf, int32_t size) {
+  static const char* fn = "trine_chat_end_of_turn";
+  return Guard(fn, kSizeError, [&]() -> int32_t {
+    trine::ChatTemplate t;
+    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return kSizeError;
+    return WriteText(fn, trine::EndOfAssistantTurn(t), buf, size);
+  });
+}
+
+}  // extern "C"
