@@ -10,5 +10,7 @@ int RunTokenize(int argc, char** argv);
 int RunGenerate(int argc, char** argv);
 int RunPerplexity(int argc, char** argv);
 int RunChat(int argc, char** argv);
+int RunMkmodel(int argc, char** argv);
+int RunBench(int argc, char** argv);
 
 }  // namespace trine::cli

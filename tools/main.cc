@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"generate", trine::cli::RunGenerate, "generate text from a prompt"},
     {"chat", trine::cli::RunChat, "interactive chat with the model's template"},
     {"perplexity", trine::cli::RunPerplexity, "measure perplexity on a text file"},
+    {"bench", trine::cli::RunBench, "prompt and generation speed, llama-bench style (tok/s, GB/s)"},
+    {"mkmodel", trine::cli::RunMkmodel, "write a random-weight GGUF with a real model's shapes"},
 };
 
 void PrintUsage(std::FILE* f) {
