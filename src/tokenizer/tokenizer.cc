@@ -23,10 +23,31 @@ struct Fragment {
 // Cuts the special-token texts out of the raw fragments, longest token first (llama.cpp's
 // tokenizer_st_partition). Control and unknown tokens take part only with parse_special.
 void Partition(const Vocab& vocab, const std::string& text, bool parse_special, std::vector<Fragment>* frags) {
+  // Which bytes and adjacent byte pairs occur in the text: most special tokens (thousands of
+  // user-defined ones in some vocabularies) are ruled out without scanning the text for them.
+  std::vector<uint64_t> pairs(65536 / 64, 0);
+  uint64_t bytes[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    bytes[b >> 6] |= uint64_t{1} << (b & 63);
+    if (i + 1 < text.size()) {
+      const unsigned p = unsigned{b} << 8 | static_cast<uint8_t>(text[i + 1]);
+      pairs[p >> 6] |= uint64_t{1} << (p & 63);
+    }
+  }
+  const auto may_occur = [&](const std::string& s) {
+    if (s.size() > text.size()) return false;
+    const auto b0 = static_cast<uint8_t>(s[0]);
+    if (s.size() == 1) return ((bytes[b0 >> 6] >> (b0 & 63)) & 1) != 0;
+    const unsigned p = unsigned{b0} << 8 | static_cast<uint8_t>(s[1]);
+    return ((pairs[p >> 6] >> (p & 63)) & 1) != 0;
+  };
+
   std::vector<Fragment> next;
   for (const TokenId id : vocab.special_tokens()) {
     if (!parse_special && (vocab.attr(id) & (kAttrControl | kAttrUnknown))) continue;
     const std::string& needle = vocab.token(id);
+    if (!may_occur(needle)) continue;
     bool found_any = false;
     next.clear();
     for (const Fragment& f : *frags) {
