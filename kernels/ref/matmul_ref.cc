@@ -254,7 +254,7 @@ float DotRowRef(const WeightView& w, int64_t r, const void* xq) {
       I8RowHeader h;
       std::memcpy(&h, xq, sizeof(h));
       const int8_t* q = reinterpret_cast<const int8_t*>(static_cast<const uint8_t*>(xq) + sizeof(h));
-      return DotI2S(row, q, h, n, w.tensor_scale);
+      return DotI2S(row, q, h, n, 1.0f);  // the tensor scale is applied by GemmRef
     }
     default: {
       const float* a = reinterpret_cast<const float*>(row);
@@ -329,7 +329,7 @@ void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
           for (int j = 0; j < 16; ++j) sumi -= a[b].bsums[j];
           acc += static_cast<float>(sumi) * (TernaryScale(w, r, b) * a[b].d);
         }
-        y[static_cast<int64_t>(t) * ldy + r] = acc * scale;
+        y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
       }
     }
     return;
@@ -348,14 +348,15 @@ void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
         const float* xt = xs.data() + static_cast<size_t>(t) * static_cast<size_t>(n);
         float acc = 0.0f;
         for (int64_t i = 0; i < n; ++i) acc += row[static_cast<size_t>(i)] * xt[i];
-        y[static_cast<int64_t>(t) * ldy + r] = acc * scale;
+        y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
       }
     }
     return;
   }
   for (int64_t r = r0; r < r1; ++r) {
     for (int t = 0; t < n_tokens; ++t) {
-      y[static_cast<int64_t>(t) * ldy + r] = DotRowRef(w, r, xq + act_stride * static_cast<size_t>(t)) * scale;
+      y[static_cast<int64_t>(t) * ldy + r] =
+          DotRowRef(w, r, xq + act_stride * static_cast<size_t>(t)) * w.tensor_scale * scale;
     }
   }
 }

@@ -12,7 +12,16 @@
 
 namespace trine::kernels {
 
-// A weight matrix as stored in the file: `rows` outputs, each `cols` inputs (cols = ne[0]).
+struct WeightView;
+
+// Batched matmul kernel contract: for rows [r0, r1) and n_tokens activation vectors (token t at
+// xq + t * act_stride, from QuantizeActivations), y[t * ldy + r] = dot(row r, token t) *
+// w.tensor_scale * scale.
+using GemmFn = void (*)(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
+                        int64_t ldy, int64_t r0, int64_t r1, float scale);
+
+// A weight matrix as the kernels see it: `rows` outputs, each `cols` inputs (cols = ne[0]).
+// Ternary weights are always TQ2_0 blocks here (TQ1_0 and I2_S are repacked at load time).
 struct WeightView {
   TypeId type = TypeId::kF32;
   int64_t rows = 0;
@@ -20,6 +29,7 @@ struct WeightView {
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;   // bytes of one row (I2_S: cols/4; rows share one tensor scale)
   float tensor_scale = 1.0f;  // I2_S per-tensor scale, 1 otherwise
+  GemmFn gemm = nullptr;      // kernel bound at load time (null: GemmRef)
 };
 
 // Bytes QuantizeActivations writes for one input vector of `cols` elements.
@@ -31,9 +41,8 @@ void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_
 // Dot of one row (row index r) with quantized activations.
 float DotRowRef(const WeightView& w, int64_t r, const void* xq);
 
-// Batched form: for rows [r0, r1) and n_tokens activation vectors (token t at
-// xq + t * act_stride), y[t * ldy + r] = dot(row r, token t) * scale. Each row is unpacked once
-// and applied to every token; results are bit-identical to DotRowRef.
+// Scalar reference GemmFn: each row is unpacked once and applied to every token; per element the
+// result equals DotRowRef(w, r, x) * w.tensor_scale * scale.
 void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
              int64_t r0, int64_t r1, float scale);
 

@@ -3,6 +3,9 @@
 
 #include <cstring>
 
+#include "repack.h"
+#include "tensor/blocks.h"
+
 namespace trine {
 namespace {
 
@@ -44,6 +47,21 @@ Status ReadScale(const GgufFile& f, const std::string& name, float* out) {
 
 }  // namespace
 
+Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant) {
+  KernelBinding b;
+  b.tensor = name;
+  if (kernels::NeedsTernaryRepack(*w) && w->cols % kQK_K == 0) {
+    repacked_.emplace_back();
+    TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
+    b.repacked = true;
+  }
+  std::string kname;
+  w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
+  b.kernel = kname;
+  bindings_.push_back(std::move(b));
+  return Status::Ok();
+}
+
 Status Model::Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out) {
   std::unique_ptr<Model> m(new Model());
   GgufOpenOptions oo;
@@ -53,6 +71,8 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   TRINE_RETURN_IF_ERROR(LoadModelConfig(f, &m->config_));
   TRINE_RETURN_IF_ERROR(LoadVocab(f, &m->vocab_));
   const ModelConfig& c = m->config_;
+  TRINE_RETURN_IF_ERROR(kernels::ActiveIsaStatus());
+  m->isa_ = kernels::ActiveIsa();
   if (m->vocab_.size() > c.n_vocab) {
     return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_.size()) +
                        " tokens but token_embd.weight has only " + std::to_string(c.n_vocab) + " rows");
@@ -63,6 +83,8 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   } else {
     TRINE_RETURN_IF_ERROR(BindMatrix(f, "output.weight", &m->output_));
   }
+  TRINE_RETURN_IF_ERROR(m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
+                                      options.ternary_variant));
   TRINE_RETURN_IF_ERROR(ReadVector(f, "output_norm.weight", &m->output_norm_));
   if (c.has_rope_freqs) TRINE_RETURN_IF_ERROR(ReadVector(f, "rope_freqs.weight", &m->rope_freqs_));
 
@@ -80,6 +102,15 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_gate.weight", &L.w_gate));
     TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_up.weight", &L.w_up));
     TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_down.weight", &L.w_down));
+    for (auto [suffix, w] : {std::pair<const char*, kernels::WeightView*>{"attn_q.weight", &L.wq},
+                             {"attn_k.weight", &L.wk},
+                             {"attn_v.weight", &L.wv},
+                             {"attn_output.weight", &L.wo},
+                             {"ffn_gate.weight", &L.w_gate},
+                             {"ffn_up.weight", &L.w_up},
+                             {"ffn_down.weight", &L.w_down}}) {
+      TRINE_RETURN_IF_ERROR(m->BindKernel(p + suffix, w, options.ternary_variant));
+    }
     if (bitnet) {
       TRINE_RETURN_IF_ERROR(ReadVector(f, p + "attn_sub_norm.weight", &L.attn_sub_norm));
       TRINE_RETURN_IF_ERROR(ReadVector(f, p + "ffn_sub_norm.weight", &L.ffn_sub_norm));

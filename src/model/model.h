@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "gguf/gguf_reader.h"
 #include "model/model_config.h"
+#include "kernels.h"
 #include "ref/matmul_ref.h"
 #include "tokenizer/vocab.h"
 
@@ -35,6 +36,15 @@ struct ModelLoadOptions {
   bool use_mmap = true;
   // Called with a fraction in [0, 1]; returning false cancels the load (kCancelled).
   std::function<bool(float)> progress;
+  // Ternary kernel strategy (int8 dot or multiplication-free); kDefault picks the ISA's fastest.
+  kernels::TernaryVariant ternary_variant = kernels::TernaryVariant::kDefault;
+};
+
+// What the loader bound to one weight matrix (for `trine inspect --kernels`).
+struct KernelBinding {
+  std::string tensor;
+  std::string kernel;  // e.g. "tq2_0: ternary x q8_K int8 dot (avx512)"
+  bool repacked = false;
 };
 
 class Model {
@@ -54,6 +64,9 @@ class Model {
   // Writes row `token` of the embedding as fp32 (E values).
   void EmbedToken(int32_t token, float* dst) const;
 
+  kernels::Isa isa() const { return isa_; }
+  const std::vector<KernelBinding>& bindings() const { return bindings_; }
+
  private:
   Model() = default;
   std::unique_ptr<GgufFile> file_;
@@ -64,6 +77,11 @@ class Model {
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;
+  kernels::Isa isa_ = kernels::Isa::kRef;
+  std::vector<KernelBinding> bindings_;
+  std::vector<std::vector<uint8_t>> repacked_;  // owned TQ2_0 copies of TQ1_0 / I2_S weights
+
+  Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant);
 };
 
 }  // namespace trine

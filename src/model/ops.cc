@@ -34,7 +34,7 @@ void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens
   for (int64_t c = 0; c < n_chunks; ++c) {
     const int64_t r0 = c * chunk;
     const int64_t r1 = r0 + chunk < w.rows ? r0 + chunk : w.rows;
-    kernels::GemmRef(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
+    (w.gemm ? w.gemm : kernels::GemmRef)(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
   }
 }
 

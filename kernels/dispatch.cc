@@ -1,0 +1,145 @@
+// ISA selection and the per-ISA kernel tables.
+#include "kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu_features.h"
+
+namespace trine::kernels {
+
+// Tables defined in the per-ISA translation units (compiled with their own flags).
+#if defined(TRINE_HAVE_AVX512)
+const KernelTable& Avx512Table();
+#endif
+#if defined(TRINE_HAVE_AVX2)
+const KernelTable& Avx2Table();
+#endif
+#if defined(TRINE_HAVE_NEON)
+const KernelTable& NeonTable();
+#endif
+
+namespace {
+
+const KernelTable& RefTable() {
+  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef};
+  return t;
+}
+
+Isa BestIsa() {
+  if (IsaSupported(Isa::kAvx512)) return Isa::kAvx512;
+  if (IsaSupported(Isa::kAvx2)) return Isa::kAvx2;
+  if (IsaSupported(Isa::kNeon)) return Isa::kNeon;
+  return Isa::kRef;
+}
+
+struct Selection {
+  Isa isa;
+  Status status;
+};
+
+Selection Select() {
+  const char* env = std::getenv("TRINE_ISA");
+  if (env == nullptr || *env == '\0') return {BestIsa(), Status::Ok()};
+  for (Isa i : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (std::strcmp(env, IsaName(i)) == 0) {
+      if (IsaSupported(i)) return {i, Status::Ok()};
+      return {BestIsa(), Unsupported(std::string("TRINE_ISA=") + env + ": this CPU or build lacks it")};
+    }
+  }
+  return {BestIsa(), InvalidArgument(std::string("TRINE_ISA=") + env + " is not one of ref, avx2, avx512, neon")};
+}
+
+const Selection& GetSelection() {
+  static const Selection s = Select();
+  return s;
+}
+
+}  // namespace
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kRef: return "ref";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
+  }
+  return "?";
+}
+
+bool IsaSupported(Isa isa) {
+  const CpuFeatures& f = GetCpuFeatures();
+  switch (isa) {
+    case Isa::kRef: return true;
+#if defined(TRINE_HAVE_AVX2)
+    case Isa::kAvx2: return f.avx2;
+#endif
+#if defined(TRINE_HAVE_AVX512)
+    case Isa::kAvx512: return f.avx512;
+#endif
+#if defined(TRINE_HAVE_NEON)
+    case Isa::kNeon: return f.neon_dotprod;
+#endif
+    default: return false;
+  }
+  (void)f;
+}
+
+const KernelTable& GetKernelTable(Isa isa) {
+  switch (isa) {
+#if defined(TRINE_HAVE_AVX512)
+    case Isa::kAvx512: return Avx512Table();
+#endif
+#if defined(TRINE_HAVE_AVX2)
+    case Isa::kAvx2: return Avx2Table();
+#endif
+#if defined(TRINE_HAVE_NEON)
+    case Isa::kNeon: return NeonTable();
+#endif
+    default: return RefTable();
+  }
+}
+
+Isa ActiveIsa() { return GetSelection().isa; }
+Status ActiveIsaStatus() { return GetSelection().status; }
+
+GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name) {
+  const KernelTable& t = GetKernelTable(isa);
+  GemmFn fn = nullptr;
+  std::string what;
+  switch (type) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kI2_S:
+      if (variant == TernaryVariant::kMulFree && t.tq2_mulfree) {
+        fn = t.tq2_mulfree;
+        what = "ternary x q8_K multiplication-free (masked add/sub)";
+      } else {
+        fn = t.tq2_int8dot;
+        what = "ternary x q8_K int8 dot";
+      }
+      break;
+    case TypeId::kF16:
+      fn = t.f16;
+      what = "f16 x f16";
+      break;
+    case TypeId::kQ8_0:
+      fn = t.q8_0;
+      what = "q8_0 x q8_0";
+      break;
+    case TypeId::kQ4_0:
+      fn = t.q4_0;
+      what = "q4_0 x q8_0";
+      break;
+    default:
+      break;
+  }
+  if (fn == nullptr || fn == GemmRef) {
+    if (name) *name = std::string(TypeName(type)) + ": scalar reference";
+    return GemmRef;
+  }
+  if (name) *name = std::string(TypeName(type)) + ": " + what + " (" + IsaName(isa) + ")";
+  return fn;
+}
+
+}  // namespace trine::kernels

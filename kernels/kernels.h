@@ -1,0 +1,48 @@
+// Kernel dispatch: one table of function pointers per ISA level, chosen once per process from the
+// CPU's features (or TRINE_ISA=ref|avx2|avx512|neon), and bound to each weight tensor at load
+// time. Every entry has the GemmFn contract of kernels/ref/matmul_ref.h (GemmRef): results of
+// the integer ternary kernels are bit-identical to the reference; float kernels are within
+// rounding of it.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "ref/matmul_ref.h"
+
+namespace trine::kernels {
+
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+const char* IsaName(Isa isa);
+bool IsaSupported(Isa isa);  // compiled in and the CPU has it
+
+// A ternary kernel's strategy (the defaults per ISA are in kernels/README.md with numbers).
+enum class TernaryVariant {
+  kDefault,   // the fastest measured on this ISA
+  kInt8Dot,   // VNNI vpdpbusd / maddubs / sdot on 2-bit codes x int8 activations
+  kMulFree,   // masked add/sub of int16-widened activations under the +1/-1 bit-planes
+};
+
+struct KernelTable {
+  Isa isa = Isa::kRef;
+  GemmFn tq2_int8dot = nullptr;  // TQ2_0 blocks x Q8_K activations
+  GemmFn tq2_mulfree = nullptr;  // same contract, multiplication-free
+  GemmFn f16 = nullptr;          // F16 weights x fp16-rounded activations
+  GemmFn q8_0 = nullptr;         // Q8_0 x Q8_0
+  GemmFn q4_0 = nullptr;         // Q4_0 x Q8_0
+};
+
+// The table of `isa` (entries it lacks are null: callers fall back to GemmRef).
+const KernelTable& GetKernelTable(Isa isa);
+
+// The ISA in use: TRINE_ISA when set (an unsupported or unknown value is an error reported by
+// ActiveIsaStatus and falls back to the best supported level), else the best supported level.
+Isa ActiveIsa();
+Status ActiveIsaStatus();
+
+// The kernel for a weight of this type on `isa` (TQ1_0 and I2_S are repacked to TQ2_0 at load
+// time, so they use the TQ2_0 entries). Returns GemmRef when the ISA has no specialised kernel;
+// *name gets a description such as "tq2_0 x q8_K avx512 vpdpbusd".
+GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name);
+
+}  // namespace trine::kernels

@@ -1,0 +1,22 @@
+// Load-time repacking of ternary weights into the one layout the kernels use: TQ2_0 blocks.
+// TQ1_0 (base-3 trits) converts losslessly, keeping each block's fp16 scale. I2_S (bitnet.cpp)
+// gets d = 1 in every block and keeps its fp32 per-tensor scale in WeightView::tensor_scale.
+// The file's pages are never touched again, so repacked memory replaces, not duplicates, them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "ref/matmul_ref.h"
+
+namespace trine::kernels {
+
+// True when `w` must be repacked before the ternary kernels can use it.
+bool NeedsTernaryRepack(const WeightView& w);
+
+// Writes the TQ2_0 form of `src` into *storage and points *dst at it (type kTQ2_0). Fails with
+// kUnsupported for I2_S rows that are not a multiple of 256 elements.
+Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+
+}  // namespace trine::kernels

@@ -1,0 +1,177 @@
+// AVX-512 kernels (F, BW, VL, DQ, VNNI). Compiled with its own flags; reached only through the
+// dispatch table when the CPU has these features.
+//
+// Ternary weights are TQ2_0 blocks: 64 bytes of 2-bit codes c = t + 1 where byte 32h + m holds
+// element 128h + 32n + m in bits 2n..2n+1. One 64-byte load thus yields, after a shift by 2n and
+// a mask, the codes of elements [32n, 32n+32) and [128+32n, 128+32n+32): contiguous runs that
+// line up with contiguous activation bytes, so no repacking is needed.
+#include <immintrin.h>
+
+#include <vector>
+
+#include "core/fp16.h"
+#include "kernels.h"
+#include "tensor/blocks.h"
+
+namespace trine::kernels {
+namespace {
+
+inline __m512i LoadActPair(const int8_t* a, int n) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * n));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 128 + 32 * n));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Per (token, block): sum of the activations and the fp32 scale, gathered once per call.
+struct ActSums {
+  std::vector<int32_t> qsum;  // (n_tokens, nb)
+  std::vector<float> d;       // (n_tokens, nb)
+};
+
+void GatherActSums(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, ActSums* s) {
+  s->qsum.resize(static_cast<size_t>(n_tokens * nb));
+  s->d.resize(static_cast<size_t>(n_tokens * nb));
+  for (int t = 0; t < n_tokens; ++t) {
+    const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int j = 0; j < 16; ++j) sum += a[b].bsums[j];
+      s->qsum[static_cast<size_t>(t * nb + b)] = sum;
+      s->d[static_cast<size_t>(t * nb + b)] = a[b].d;
+    }
+  }
+}
+
+// Ternary x Q8_K with vpdpbusd (unsigned codes x signed activations). Integer block sums are
+// exact and combined in the reference's order, so results equal GemmRef bit for bit.
+void GemmTq2Q8kVnni(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  ActSums sums;
+  GatherActSums(xq, act_stride, n_tokens, nb, &sums);
+  const __m512i mask3 = _mm512_set1_epi8(3);
+  constexpr int kMaxTokens = 64;
+  float acc[kMaxTokens];
+  for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int nt = n_tokens - t0 < kMaxTokens ? n_tokens - t0 : kMaxTokens;
+    for (int64_t r = r0; r < r1; ++r) {
+      const BlockTQ2_0* wb = reinterpret_cast<const BlockTQ2_0*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+      for (int t = 0; t < nt; ++t) acc[t] = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const __m512i q = _mm512_loadu_si512(wb[b].qs);
+        const __m512i c0 = _mm512_and_si512(q, mask3);
+        const __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(q, 2), mask3);
+        const __m512i c2 = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask3);
+        const __m512i c3 = _mm512_and_si512(_mm512_srli_epi16(q, 6), mask3);
+        const float dw = Fp16ToFp32(wb[b].d);
+        for (int t = 0; t < nt; ++t) {
+          const int tt = t0 + t;
+          const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(tt)) + b;
+          __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c0, LoadActPair(a->qs, 0));
+          s = _mm512_dpbusd_epi32(s, c1, LoadActPair(a->qs, 1));
+          s = _mm512_dpbusd_epi32(s, c2, LoadActPair(a->qs, 2));
+          s = _mm512_dpbusd_epi32(s, c3, LoadActPair(a->qs, 3));
+          const size_t k = static_cast<size_t>(tt * nb + b);
+          const int32_t sumi = _mm512_reduce_add_epi32(s) - sums.qsum[k];
+          acc[t] += static_cast<float>(sumi) * (dw * sums.d[k]);
+        }
+      }
+      for (int t = 0; t < nt; ++t) y[static_cast<int64_t>(t0 + t) * ldy + r] = acc[t] * w.tensor_scale * scale;
+    }
+  }
+}
+
+// Ternary x Q8_K without multiplications: the +1 and -1 bit-planes of each 64-code slice become
+// k-masks, and int16-widened activations are added (mask +1) or subtracted (mask -1) into an
+// int16 accumulator: sum((c - 1) * q) directly, no bsums needed.
+void GemmTq2Q8kMulFree(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
+                       int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  const __m512i mask3 = _mm512_set1_epi8(3);
+  const __m512i two = _mm512_set1_epi8(2);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i ones16 = _mm512_set1_epi16(1);
+  constexpr int kMaxTokens = 64;
+  float acc[kMaxTokens];
+  for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int nt = n_tokens - t0 < kMaxTokens ? n_tokens - t0 : kMaxTokens;
+    for (int64_t r = r0; r < r1; ++r) {
+      const BlockTQ2_0* wb = reinterpret_cast<const BlockTQ2_0*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+      for (int t = 0; t < nt; ++t) acc[t] = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const __m512i q = _mm512_loadu_si512(wb[b].qs);
+        __mmask64 plus[4], minus[4];
+        for (int n = 0; n < 4; ++n) {
+          const __m512i c = _mm512_and_si512(_mm512_srli_epi16(q, 2 * n), mask3);
+          plus[n] = _mm512_cmpeq_epi8_mask(c, two);
+          minus[n] = _mm512_cmpeq_epi8_mask(c, zero);
+        }
+        const float dw = Fp16ToFp32(wb[b].d);
+        for (int t = 0; t < nt; ++t) {
+          const int tt = t0 + t;
+          const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(tt)) + b;
+          __m512i lo = zero, hi = zero;  // 32 int16 lanes each
+          for (int n = 0; n < 4; ++n) {
+            const __m512i av = LoadActPair(a->qs, n);
+            const __m512i a_lo = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(av));
+            const __m512i a_hi = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(av, 1));
+            const __mmask32 p_lo = static_cast<__mmask32>(plus[n]), p_hi = static_cast<__mmask32>(plus[n] >> 32);
+            const __mmask32 m_lo = static_cast<__mmask32>(minus[n]), m_hi = static_cast<__mmask32>(minus[n] >> 32);
+            lo = _mm512_mask_add_epi16(lo, p_lo, lo, a_lo);
+            lo = _mm512_mask_sub_epi16(lo, m_lo, lo, a_lo);
+            hi = _mm512_mask_add_epi16(hi, p_hi, hi, a_hi);
+            hi = _mm512_mask_sub_epi16(hi, m_hi, hi, a_hi);
+          }
+          // |lane| <= 4 * 128, so int16 holds it; widen pairs to int32 for the reduction.
+          const __m512i s = _mm512_add_epi32(_mm512_madd_epi16(lo, ones16), _mm512_madd_epi16(hi, ones16));
+          const int32_t sumi = _mm512_reduce_add_epi32(s);
+          acc[t] += static_cast<float>(sumi) * (dw * a->d);
+        }
+      }
+      for (int t = 0; t < nt; ++t) y[static_cast<int64_t>(t0 + t) * ldy + r] = acc[t] * w.tensor_scale * scale;
+    }
+  }
+}
+
+// F16 weights x fp16-rounded activations, fp32 accumulation in 16 lanes.
+void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+             int64_t r0, int64_t r1, float scale) {
+  const int64_t n = w.cols;
+  const int64_t nv = n / 16 * 16;
+  std::vector<float> xs(static_cast<size_t>(n * n_tokens));
+  const float* table = Fp16ToFp32Table();
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint16_t* a = reinterpret_cast<const uint16_t*>(xq + act_stride * static_cast<size_t>(t));
+    for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(t * n + i)] = table[a[i]];
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* wr = reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = xs.data() + static_cast<size_t>(t) * static_cast<size_t>(n);
+      __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+      int64_t i = 0;
+      for (; i + 32 <= nv; i += 32) {
+        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + i)));
+        const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + i + 16)));
+        s0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt + i), s0);
+        s1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xt + i + 16), s1);
+      }
+      for (; i < nv; i += 16) {
+        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + i)));
+        s0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt + i), s0);
+      }
+      float acc = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+      for (; i < n; ++i) acc += table[wr[i]] * xt[i];
+      y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
+    }
+  }
+}
+
+}  // namespace
+
+const KernelTable& Avx512Table() {
+  static const KernelTable t{Isa::kAvx512, GemmTq2Q8kVnni, GemmTq2Q8kMulFree, GemmF16, GemmRef, GemmRef};
+  return t;
+}
+
+}  // namespace trine::kernels
