@@ -1,19 +1,20 @@
 // `trine chat`: interactive multi-turn chat with the model's template. The conversation lives in
 // the KV cache; each turn appends only its own tokens. Ctrl-C stops the current reply (or quits
-// at the prompt), Ctrl-D quits.
+// at the prompt), Ctrl-D quits. Runs the model through the C API (include/trine/trine.h).
 #include <cxxopts.hpp>
 
 #include <signal.h>
 
 #include <atomic>
+#include <deque>
 #include <cstdio>
 #include <iostream>
 
+#include "api_helpers.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
+#include "trine/trine.h"
 
 namespace trine::cli {
 namespace {
@@ -22,17 +23,55 @@ std::atomic<bool> g_interrupted{false};
 
 void OnSigint(int) { g_interrupted.store(true); }
 
-// Tokenizes `text` (special tokens recognised) and evaluates it; false when the context is full.
-Status Feed(Context& ctx, const Tokenizer& tok, const std::string& text, bool add_bos, Sampler* sampler) {
-  std::vector<TokenId> ids;
-  TRINE_RETURN_IF_ERROR(tok.Tokenize(text, add_bos, true, &ids));
+// Tokenizes `text` (special tokens recognised) and evaluates it; an error when the context is full.
+Status Feed(trine_context* ctx, const trine_model* model, const std::string& text, bool add_bos,
+            trine_sampler* sampler) {
+  std::vector<trine_token> ids;
+  TRINE_RETURN_IF_ERROR(TokenizeApi(model, text, add_bos, true, &ids));
   if (ids.empty()) return Status::Ok();
-  if (ctx.n_past() + static_cast<int>(ids.size()) > ctx.n_ctx()) {
-    return InvalidArgument("the conversation no longer fits in the context of " + std::to_string(ctx.n_ctx()) +
+  const int n_ctx = trine_context_n_ctx(ctx);
+  if (trine_context_n_past(ctx) + static_cast<int>(ids.size()) > n_ctx) {
+    return InvalidArgument("the conversation no longer fits in the context of " + std::to_string(n_ctx) +
                            " tokens (start again with a larger -c)");
   }
-  for (TokenId id : ids) sampler->Accept(id);
-  return ctx.Decode(ids.data(), static_cast<int>(ids.size()), false);
+  for (trine_token id : ids) trine_sampler_accept(sampler, id);
+  if (trine_context_decode(ctx, ids.data(), static_cast<int32_t>(ids.size()), false) != TRINE_OK) {
+    return LastApiError();
+  }
+  return Status::Ok();
+}
+
+// The conversation rendered by the template; with `add_assistant` the assistant's turn is opened.
+Status Render(const trine_model* model, const char* tmpl, const std::vector<trine_chat_message>& msgs,
+              bool add_assistant, std::string* out) {
+  out->assign(256, '\0');
+  int32_t n = trine_chat_apply_template(model, tmpl, msgs.data(), msgs.size(), add_assistant, out->data(),
+                                        static_cast<int32_t>(out->size()));
+  if (n < 0 && n != TRINE_SIZE_ERROR) {
+    out->assign(static_cast<size_t>(-n), '\0');
+    n = trine_chat_apply_template(model, tmpl, msgs.data(), msgs.size(), add_assistant, out->data(), -n);
+  }
+  if (n < 0) return LastApiError();
+  out->resize(static_cast<size_t>(n));
+  return Status::Ok();
+}
+
+// The text of messages[from..] as it continues a conversation of which messages[0..from) were
+// rendered already: the whole rendering minus the rendering of the part already in the cache.
+Status RenderTail(const trine_model* model, const char* tmpl, const std::vector<trine_chat_message>& msgs, size_t from,
+                  bool add_assistant, std::string* out) {
+  std::string all, before;
+  TRINE_RETURN_IF_ERROR(Render(model, tmpl, msgs, add_assistant, &all));
+  if (from > 0) {
+    TRINE_RETURN_IF_ERROR(
+        Render(model, tmpl, std::vector<trine_chat_message>(msgs.begin(), msgs.begin() + static_cast<long>(from)),
+               false, &before));
+  }
+  if (all.compare(0, before.size(), before) != 0) {
+    return Status(StatusCode::kInternal, "the chat template does not render the conversation incrementally");
+  }
+  *out = all.substr(before.size());
+  return Status::Ok();
 }
 
 }  // namespace
@@ -66,31 +105,40 @@ int RunChat(int argc, char** argv) {
   SamplerParams sp;
   Status st = ParseSamplerParams(a, &sp);
   if (!st.ok()) return Fail(st);
-  ChatTemplate tmpl = ChatTemplate::kChatml;
+  // The canonical template name ("chatml", ...): forced by the flag, else the model's.
+  const char* tmpl = nullptr;
   const bool forced = a.count("chat-template") > 0;
   if (forced) {
-    st = ParseChatTemplateName(a["chat-template"].as<std::string>(), &tmpl);
-    if (!st.ok()) return Fail(st);
+    tmpl = trine_chat_template_name(nullptr, a["chat-template"].as<std::string>().c_str());
+    if (tmpl == nullptr) return Fail(LastApiError());
   }
 
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Context> ctx;
+  InstallCliLogSink();
+  ApiModel model;
+  ApiContext ctx;
   std::string path;
   double load_ms = 0.0;
-  st = LoadModelAndContext(a, &model, &ctx, &path, &load_ms);
+  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms);
   if (!st.ok()) return Fail(st);
-  const Vocab& vocab = model->vocab();
   if (!forced) {
-    st = DetectChatTemplate(vocab.chat_template(), &tmpl);
-    if (!st.ok()) return Fail(st);
+    tmpl = trine_chat_template_name(model.get(), nullptr);
+    if (tmpl == nullptr) return Fail(LastApiError());
   }
-  std::unique_ptr<Tokenizer> tokenizer;
-  st = Tokenizer::Create(vocab, &tokenizer);
+  std::vector<trine_token> probe;  // the tokenizer must exist before the first turn
+  st = TokenizeApi(model.get(), "", false, false, &probe);
   if (!st.ok()) return Fail(st);
-  const Tokenizer& tok = *tokenizer;
-  const std::string bos = vocab.bos() >= 0 ? vocab.token(vocab.bos()) : "";
+  std::string end_of_turn(64, '\0');
+  const int32_t n_eot = trine_chat_end_of_turn(model.get(), tmpl, end_of_turn.data(),
+                                               static_cast<int32_t>(end_of_turn.size()));
+  if (n_eot < 0) return Fail(LastApiError());
+  end_of_turn.resize(static_cast<size_t>(n_eot));
   // Templates that write BOS into their text get it from there; chatml relies on add_bos.
-  const bool bos_in_text = tmpl != ChatTemplate::kChatml;
+  const bool bos_in_text = std::string(tmpl) != "chatml";
+  const bool add_bos = trine_model_add_bos(model.get());
+  const int n_ctx = trine_context_n_ctx(ctx.get());
+  ApiSampler sampler;
+  st = CreateSamplerApi(sp, &sampler);
+  if (!st.ok()) return Fail(st);
 
   struct sigaction sa = {};
   sa.sa_handler = OnSigint;
@@ -98,12 +146,13 @@ int RunChat(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);  // no SA_RESTART: a blocked read returns on Ctrl-C
 
   std::fprintf(stderr, "trine chat: %s, template %s, context %d. Ctrl-C stops a reply, Ctrl-D quits.\n",
-               path.c_str(), ChatTemplateName(tmpl), ctx->n_ctx());
-  std::vector<ChatMessage> messages;
+               path.c_str(), tmpl, n_ctx);
+  // Message texts live in `texts` (a deque keeps them in place); `messages` points into it.
+  std::deque<std::string> texts;
+  std::vector<trine_chat_message> messages;
   const std::string system = a["system-prompt"].as<std::string>();
-  if (!system.empty()) messages.push_back({"system", system});
+  if (!system.empty()) messages.push_back({"system", texts.emplace_back(system).c_str()});
   size_t rendered = 0;
-  Sampler sampler(sp);
   std::string line;
   while (true) {
     std::printf("\n> ");
@@ -111,30 +160,32 @@ int RunChat(int argc, char** argv) {
     g_interrupted.store(false);
     if (!std::getline(std::cin, line)) break;  // Ctrl-D, end of input, or Ctrl-C at the prompt
     if (line.empty()) continue;
-    messages.push_back({"user", line});
-    const std::string text = RenderChat(tmpl, messages, rendered, true, bos);
-    st = Feed(*ctx, tok, text, rendered == 0 && !bos_in_text && vocab.add_bos(), &sampler);
+    messages.push_back({"user", texts.emplace_back(line).c_str()});
+    std::string text;
+    st = RenderTail(model.get(), tmpl, messages, rendered, true, &text);
+    if (!st.ok()) return Fail(st);
+    st = Feed(ctx.get(), model.get(), text, rendered == 0 && !bos_in_text && add_bos, sampler.get());
     if (!st.ok()) return Fail(st);
     rendered = messages.size();
 
     std::string reply;
     for (int i = 0; i < n_predict && !g_interrupted.load(); ++i) {
-      const int next = sampler.Sample(ctx->logits(), ctx->n_vocab());
-      if (vocab.IsEog(next)) break;
-      sampler.Accept(next);
-      const std::string piece = tok.TokenToPiece(next, false);
+      const trine_token next = trine_sampler_sample(sampler.get(), ctx.get(), 0);
+      if (next < 0) return Fail(LastApiError());
+      if (trine_model_token_is_eog(model.get(), next)) break;
+      trine_sampler_accept(sampler.get(), next);
+      const std::string piece = TokenPieceApi(model.get(), next);
       reply += piece;
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
-      if (ctx->n_past() >= ctx->n_ctx()) return Fail("the context is full (start again with a larger -c)");
-      st = ctx->Decode(&next, 1, false);
-      if (!st.ok()) return Fail(st);
+      if (trine_context_n_past(ctx.get()) >= n_ctx) return Fail("the context is full (start again with a larger -c)");
+      if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
     }
     if (g_interrupted.load()) std::fprintf(stderr, " [stopped]");
     // Close the assistant turn in the cache so the next turn follows the template.
-    st = Feed(*ctx, tok, EndOfAssistantTurn(tmpl), false, &sampler);
+    st = Feed(ctx.get(), model.get(), end_of_turn, false, sampler.get());
     if (!st.ok()) return Fail(st);
-    messages.push_back({"assistant", reply});
+    messages.push_back({"assistant", texts.emplace_back(reply).c_str()});
     rendered = messages.size();
   }
   std::printf("\n");

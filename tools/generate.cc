@@ -1,18 +1,17 @@
 // `trine generate`: text generation from a prompt, streaming tokens as they are made, with
-// llama.cpp-style timings at the end (or one JSON object with --json).
+// llama.cpp-style timings at the end (or one JSON object with --json). Runs the model through the
+// C API (include/trine/trine.h), as an embedding application would.
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
 
+#include "api_helpers.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "model/model.h"
 #include "model_options.h"
-#include "runtime/context.h"
-#include "sampler/sampler.h"
-#include "tokenizer/tokenizer.h"
+#include "trine/trine.h"
 
 namespace trine::cli {
 namespace {
@@ -77,61 +76,63 @@ int RunGenerate(int argc, char** argv) {
     if (!st.ok()) return Fail(st);
   }
 
+  InstallCliLogSink();
   const auto t_load0 = Clock::now();
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Context> ctx;
+  ApiModel model;
+  ApiContext ctx;
   std::string path;
   double load_ms = 0.0;
-  st = LoadModelAndContext(a, &model, &ctx, &path, &load_ms);
+  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms);
   if (!st.ok()) return Fail(st);
+  const int n_ctx = trine_context_n_ctx(ctx.get());
+  const int n_vocab = trine_model_n_vocab(model.get());
 
-  std::unique_ptr<Tokenizer> tokenizer;
-  st = Tokenizer::Create(model->vocab(), &tokenizer);
-  if (!st.ok()) return Fail(st);
-  const Tokenizer& tok = *tokenizer;
-  std::vector<TokenId> ids;
-  st = tok.Tokenize(prompt, !a.count("no-bos"), false, &ids);
+  std::vector<trine_token> ids;
+  st = TokenizeApi(model.get(), prompt, !a.count("no-bos"), false, &ids);
   if (!st.ok()) return Fail(st);
   if (ids.empty()) return Fail("the prompt is empty (give -p TEXT, or drop --no-bos)");
-  if (static_cast<int>(ids.size()) > ctx->n_ctx()) {
+  if (static_cast<int>(ids.size()) > n_ctx) {
     return Fail("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context of " +
-                std::to_string(ctx->n_ctx()) + " (use -c)");
+                std::to_string(n_ctx) + " (use -c)");
   }
   const bool json = a.count("json") > 0;
   const bool ignore_eos = a.count("ignore-eos") > 0;
-  Sampler sampler(sp);
-  for (TokenId id : ids) sampler.Accept(id);
+  ApiSampler sampler;
+  st = CreateSamplerApi(sp, &sampler);
+  if (!st.ok()) return Fail(st);
+  for (trine_token id : ids) trine_sampler_accept(sampler.get(), id);
 
   if (!json) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }
   const auto t_prompt0 = Clock::now();
-  st = ctx->Decode(ids.data(), static_cast<int>(ids.size()), false);
-  if (!st.ok()) return Fail(st);
+  if (trine_context_decode(ctx.get(), ids.data(), static_cast<int32_t>(ids.size()), false) != TRINE_OK) {
+    return Fail(LastApiError());
+  }
   const double prompt_ms = MsSince(t_prompt0);
 
   nlohmann::json top = nlohmann::json::array();
-  std::vector<TokenId> out;
+  std::vector<trine_token> out;
   std::string text;
   const auto t_gen0 = Clock::now();
-  const int budget = n_predict < 0 ? ctx->n_ctx() - ctx->n_past() : n_predict;
+  const int budget = n_predict < 0 ? n_ctx - trine_context_n_past(ctx.get()) : n_predict;
   for (int i = 0; i < budget; ++i) {
-    if (top_logits > 0) PrintTopLogits(&top, ctx->logits(), ctx->n_vocab(), top_logits);
-    const int next = sampler.Sample(ctx->logits(), ctx->n_vocab());
-    if (!ignore_eos && model->vocab().IsEog(next)) break;
+    if (top_logits > 0) PrintTopLogits(&top, trine_context_get_logits(ctx.get(), 0), n_vocab, top_logits);
+    const trine_token next = trine_sampler_sample(sampler.get(), ctx.get(), 0);
+    if (next < 0) return Fail(LastApiError());
+    if (!ignore_eos && trine_model_token_is_eog(model.get(), next)) break;
     out.push_back(next);
-    sampler.Accept(next);
-    const std::string piece = tok.TokenToPiece(next, false);
+    trine_sampler_accept(sampler.get(), next);
+    const std::string piece = TokenPieceApi(model.get(), next);
     text += piece;
     if (!json) {
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
     }
     if (i + 1 == budget) break;
-    if (ctx->n_past() >= ctx->n_ctx()) break;  // context full
-    st = ctx->Decode(&next, 1, false);
-    if (!st.ok()) return Fail(st);
+    if (trine_context_n_past(ctx.get()) >= n_ctx) break;  // context full
+    if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
   }
   const double gen_ms = MsSince(t_gen0);
   const double n_prompt = static_cast<double>(ids.size());
@@ -166,7 +167,7 @@ int RunGenerate(int argc, char** argv) {
                  gen_ms, static_cast<int>(out.size()), gen_ms / n_gen, n_gen * 1000.0 / gen_ms);
   }
   std::fprintf(stderr, "trine:       total time = %10.2f ms / %5d tokens, %d threads\n", MsSince(t_load0),
-               static_cast<int>(ids.size() + out.size()), ctx->n_threads());
+               static_cast<int>(ids.size() + out.size()), trine_context_n_threads(ctx.get()));
   return kExitOk;
 }
 

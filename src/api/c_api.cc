@@ -183,7 +183,7 @@ const trine::Tokenizer* TokenizerOf(const char* fn, const trine_model* model) {
   const ModelState* m = ModelOf(fn, model);
   if (m == nullptr) return nullptr;
   if (!m->tokenizer) {
-    SetErrorF(ToStatus(m->tokenizer_status.code()), "%s: %s", fn, m->tokenizer_status.message().c_str());
+    Fail(m->tokenizer_status);  // the load-time message, as is: it names the file and the cause
     return nullptr;
   }
   return m->tokenizer.get();
@@ -517,13 +517,13 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
         return nullptr;
     }
     const trine::Model& m = *model->state->model;
-    std::unique_ptr<trine::Context> ctx;
-    trine::Status st = trine::Context::Create(m, cp, &ctx);
-    if (!st.ok()) return Fail(st), nullptr;
     if (cp.n_ctx > m.config().n_ctx_train) {
       Log(TRINE_LOG_WARN, "context " + std::to_string(cp.n_ctx) + " is longer than the model was trained for (" +
                               std::to_string(m.config().n_ctx_train) + ")");
     }
+    std::unique_ptr<trine::Context> ctx;
+    trine::Status st = trine::Context::Create(m, cp, &ctx);
+    if (!st.ok()) return Fail(st), nullptr;
     auto* handle = new trine_context;
     handle->model = model->state;
     handle->ctx = std::move(ctx);
@@ -674,10 +674,7 @@ int32_t trine_generate(trine_context* ctx, trine_sampler* sampler, const char* p
     if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
     if (sampler == nullptr) return InvalidArg(fn, "sampler is NULL");
     const ModelState& m = *ctx->model;
-    if (!m.tokenizer) {
-      SetErrorF(ToStatus(m.tokenizer_status.code()), "%s: %s", fn, m.tokenizer_status.message().c_str());
-      return t_status;
-    }
+    if (!m.tokenizer) return Fail(m.tokenizer_status);
     trine::Context& c = *ctx->ctx;
     const trine::Vocab& vocab = m.model->vocab();
     std::vector<trine::TokenId> ids;

@@ -1,0 +1,82 @@
+// C API helpers of the generate and chat subcommands.
+#include "api_helpers.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "model_options.h"
+
+namespace trine::cli {
+
+Status LastApiError() { return Status(StatusCode::kInvalidArgument, trine_last_error()); }
+
+void InstallCliLogSink() {
+  trine_log_set(
+      [](trine_log_level level, const char* message, void*) {
+        if (level == TRINE_LOG_WARN) std::fprintf(stderr, "warning: %s\n", message);
+        if (level == TRINE_LOG_ERROR) std::fprintf(stderr, "error: %s\n", message);
+      },
+      nullptr);
+}
+
+Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, ApiContext* ctx, std::string* path,
+                              double* load_ms) {
+  ContextParams cp;
+  TRINE_RETURN_IF_ERROR(ParseContextParams(a, &cp));
+  const auto t0 = std::chrono::steady_clock::now();
+  *path = ResolveModelPath(a["model"].as<std::string>());
+  trine_model_params mp = trine_model_default_params();
+  mp.use_mmap = !a.count("no-mmap");
+  model->reset(trine_model_load(path->c_str(), &mp));
+  if (!*model) return LastApiError();
+  trine_context_params tcp = trine_context_default_params();
+  tcp.n_ctx = cp.n_ctx;
+  tcp.n_batch = cp.n_batch;
+  tcp.n_threads = cp.n_threads;
+  tcp.kv_type = cp.kv_type == KvType::kF32 ? TRINE_KV_F32 : TRINE_KV_F16;
+  ctx->reset(trine_context_create(model->get(), &tcp));  // warns when -c exceeds the training context
+  if (!*ctx) return LastApiError();
+  *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status CreateSamplerApi(const SamplerParams& p, ApiSampler* out) {
+  trine_sampler_params sp = trine_sampler_default_params();
+  sp.temp = p.temp;
+  sp.top_k = p.top_k;
+  sp.top_p = p.top_p;
+  sp.min_p = p.min_p;
+  sp.repeat_penalty = p.repeat_penalty;
+  sp.repeat_last_n = p.repeat_last_n;
+  sp.seed = p.seed;
+  out->reset(trine_sampler_create(&sp));
+  return *out ? Status::Ok() : LastApiError();
+}
+
+Status TokenizeApi(const trine_model* model, const std::string& text, bool add_special, bool parse_special,
+                   std::vector<trine_token>* out) {
+  if (text.size() > static_cast<size_t>(INT32_MAX)) return InvalidArgument("the text is too long");
+  const int32_t len = static_cast<int32_t>(text.size());
+  out->assign(text.size() + 2, 0);  // enough in practice; the size query below covers the rest
+  int32_t n = trine_tokenize(model, text.data(), len, out->data(), static_cast<int32_t>(out->size()), add_special,
+                             parse_special);
+  if (n < 0 && n != TRINE_SIZE_ERROR) {
+    out->assign(static_cast<size_t>(-n), 0);
+    n = trine_tokenize(model, text.data(), len, out->data(), -n, add_special, parse_special);
+  }
+  if (n < 0) return LastApiError();
+  out->resize(static_cast<size_t>(n));
+  return Status::Ok();
+}
+
+std::string TokenPieceApi(const trine_model* model, trine_token token) {
+  char buf[64];
+  const int32_t n = trine_token_to_piece(model, token, buf, sizeof(buf), false);
+  if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+  if (n == TRINE_SIZE_ERROR) return "";
+  std::string piece(static_cast<size_t>(-n), '\0');
+  const int32_t m = trine_token_to_piece(model, token, piece.data(), -n, false);
+  return m >= 0 ? piece : "";
+}
+
+}  // namespace trine::cli
