@@ -42,41 +42,112 @@ void GatherActSums(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t n
   }
 }
 
-// Ternary x Q8_K with vpdpbusd (unsigned codes x signed activations). Integer block sums are
-// exact and combined in the reference's order, so results equal GemmRef bit for bit.
+// Sums each of 16 vectors' lanes: lane r of the result is the sum of v[r]'s 16 lanes. Integer
+// adds, so the association order does not matter.
+inline __m512i ReduceRows16(const __m512i* v) {
+  __m512i w[8], x[4];
+  for (int k = 0; k < 8; ++k) {
+    w[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]),
+                            _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+  }
+  for (int k = 0; k < 4; ++k) {
+    x[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(w[2 * k], w[2 * k + 1]),
+                            _mm512_unpackhi_epi64(w[2 * k], w[2 * k + 1]));
+  }
+  // x[k] holds rows 4k..4k+3 in every 128-bit lane; add the four lanes of each.
+  const __m512i y0 = _mm512_add_epi32(_mm512_shuffle_i32x4(x[0], x[1], 0x88), _mm512_shuffle_i32x4(x[0], x[1], 0xDD));
+  const __m512i y1 = _mm512_add_epi32(_mm512_shuffle_i32x4(x[2], x[3], 0x88), _mm512_shuffle_i32x4(x[2], x[3], 0xDD));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(y0, y1, 0x88), _mm512_shuffle_i32x4(y0, y1, 0xDD));
+}
+
+// Ternary x Q8_K with vpdpbusd (unsigned codes x signed activations), 16 rows at a time: the
+// codes of a 16-row block column are unpacked once into L1 and reused for every token; the 16
+// per-row integer sums land in one vector, so the float combination runs 16 rows wide in the
+// reference's per-row order (acc += sumi * (d_w * d_a), block by block): bit-identical to GemmRef.
 void GemmTq2Q8kVnni(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ActSums sums;
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
   const __m512i mask3 = _mm512_set1_epi8(3);
-  constexpr int kMaxTokens = 64;
-  float acc[kMaxTokens];
-  for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
-    const int nt = n_tokens - t0 < kMaxTokens ? n_tokens - t0 : kMaxTokens;
-    for (int64_t r = r0; r < r1; ++r) {
-      const BlockTQ2_0* wb = reinterpret_cast<const BlockTQ2_0*>(w.data + static_cast<size_t>(r) * w.row_bytes);
-      for (int t = 0; t < nt; ++t) acc[t] = 0.0f;
+  constexpr int kRows = 16;
+  constexpr int kMaxTokens = 32;
+  alignas(64) __m512i codes[kRows][4];
+  alignas(64) __m512 acc[kMaxTokens];
+  alignas(64) uint16_t dws[kRows];
+  alignas(64) float out[kRows];
+  for (int64_t r = r0; r < r1; r += kRows) {
+    const int nr = r1 - r < kRows ? static_cast<int>(r1 - r) : kRows;
+    if (n_tokens == 1 && nr == kRows) {
+      // Decode: unpack and consume the codes in registers, no staging through L1.
+      const uint8_t* rows[kRows];
+      for (int i = 0; i < kRows; ++i) rows[i] = w.data + static_cast<size_t>(r + i) * w.row_bytes;
+      __m512 acc1 = _mm512_setzero_ps();
+      const BlockQ8_K* act = reinterpret_cast<const BlockQ8_K*>(xq);
       for (int64_t b = 0; b < nb; ++b) {
-        const __m512i q = _mm512_loadu_si512(wb[b].qs);
-        const __m512i c0 = _mm512_and_si512(q, mask3);
-        const __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(q, 2), mask3);
-        const __m512i c2 = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask3);
-        const __m512i c3 = _mm512_and_si512(_mm512_srli_epi16(q, 6), mask3);
-        const float dw = Fp16ToFp32(wb[b].d);
+        const __m512i a0 = LoadActPair(act[b].qs, 0), a1 = LoadActPair(act[b].qs, 1);
+        const __m512i a2 = LoadActPair(act[b].qs, 2), a3 = LoadActPair(act[b].qs, 3);
+        __m512i s[kRows];
+        for (int i = 0; i < kRows; ++i) {
+          const BlockTQ2_0* wb = reinterpret_cast<const BlockTQ2_0*>(rows[i]) + b;
+          const __m512i q = _mm512_loadu_si512(wb->qs);
+          __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(q, mask3), a0);
+          v = _mm512_dpbusd_epi32(v, _mm512_and_si512(_mm512_srli_epi16(q, 2), mask3), a1);
+          v = _mm512_dpbusd_epi32(v, _mm512_and_si512(_mm512_srli_epi16(q, 4), mask3), a2);
+          s[i] = _mm512_dpbusd_epi32(v, _mm512_and_si512(_mm512_srli_epi16(q, 6), mask3), a3);
+          dws[i] = wb->d;
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dws)));
+        const __m512i sumi = _mm512_sub_epi32(ReduceRows16(s), _mm512_set1_epi32(sums.qsum[static_cast<size_t>(b)]));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[static_cast<size_t>(b)]));
+        acc1 = _mm512_add_ps(acc1, _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
+      }
+      _mm512_store_ps(out, acc1);
+      for (int i = 0; i < kRows; ++i) y[r + i] = out[i] * w.tensor_scale * scale;
+      continue;
+    }
+    for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+      const int nt = n_tokens - t0 < kMaxTokens ? n_tokens - t0 : kMaxTokens;
+      for (int t = 0; t < nt; ++t) acc[t] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        for (int i = 0; i < kRows; ++i) {
+          if (i < nr) {
+            const BlockTQ2_0* wb =
+                reinterpret_cast<const BlockTQ2_0*>(w.data + static_cast<size_t>(r + i) * w.row_bytes) + b;
+            const __m512i q = _mm512_loadu_si512(wb->qs);
+            codes[i][0] = _mm512_and_si512(q, mask3);
+            codes[i][1] = _mm512_and_si512(_mm512_srli_epi16(q, 2), mask3);
+            codes[i][2] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask3);
+            codes[i][3] = _mm512_and_si512(_mm512_srli_epi16(q, 6), mask3);
+            dws[i] = wb->d;
+          } else {
+            codes[i][0] = codes[i][1] = codes[i][2] = codes[i][3] = _mm512_setzero_si512();
+            dws[i] = 0;
+          }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dws)));
         for (int t = 0; t < nt; ++t) {
           const int tt = t0 + t;
           const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(tt)) + b;
-          __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c0, LoadActPair(a->qs, 0));
-          s = _mm512_dpbusd_epi32(s, c1, LoadActPair(a->qs, 1));
-          s = _mm512_dpbusd_epi32(s, c2, LoadActPair(a->qs, 2));
-          s = _mm512_dpbusd_epi32(s, c3, LoadActPair(a->qs, 3));
+          const __m512i a0 = LoadActPair(a->qs, 0), a1 = LoadActPair(a->qs, 1);
+          const __m512i a2 = LoadActPair(a->qs, 2), a3 = LoadActPair(a->qs, 3);
+          __m512i s[kRows];
+          for (int i = 0; i < kRows; ++i) {
+            __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[i][0], a0);
+            v = _mm512_dpbusd_epi32(v, codes[i][1], a1);
+            v = _mm512_dpbusd_epi32(v, codes[i][2], a2);
+            s[i] = _mm512_dpbusd_epi32(v, codes[i][3], a3);
+          }
           const size_t k = static_cast<size_t>(tt * nb + b);
-          const int32_t sumi = _mm512_reduce_add_epi32(s) - sums.qsum[k];
-          acc[t] += static_cast<float>(sumi) * (dw * sums.d[k]);
+          const __m512i sumi = _mm512_sub_epi32(ReduceRows16(s), _mm512_set1_epi32(sums.qsum[k]));
+          const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
+          acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
         }
       }
-      for (int t = 0; t < nt; ++t) y[static_cast<int64_t>(t0 + t) * ldy + r] = acc[t] * w.tensor_scale * scale;
+      for (int t = 0; t < nt; ++t) {
+        _mm512_store_ps(out, acc[t]);
+        for (int i = 0; i < nr; ++i) y[static_cast<int64_t>(t0 + t) * ldy + r + i] = out[i] * w.tensor_scale * scale;
+      }
     }
   }
 }
