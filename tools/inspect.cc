@@ -5,12 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include <cinttypes>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "gguf/gguf_reader.h"
+#include "cpu_features.h"
+#include "kernels.h"
+#include "model/model.h"
 #include "model/model_config.h"
 #include "tokenizer/vocab.h"
 
@@ -88,7 +92,8 @@ nlohmann::json ValueToJson(const GgufValue& v, size_t max_items) {
 int RunInspect(int argc, char** argv) {
   cxxopts::Options opts("trine inspect", "Show a GGUF file's architecture, metadata and tensors.");
   opts.add_options()("json", "print one JSON object (schema: docs in README, 'trine-inspect' v1)")(
-      "no-mmap", "read the file instead of mapping it")("h,help", "show this help")(
+      "no-mmap", "read the file instead of mapping it")(
+      "kernels", "load the model and show the kernel bound to each weight, and why")("h,help", "show this help")(
       "file", "GGUF file", cxxopts::value<std::string>());
   opts.parse_positional({"file"});
   opts.positional_help("FILE");
@@ -134,6 +139,24 @@ int RunInspect(int argc, char** argv) {
       return Fail(path + ": tokenizer has " + std::to_string(vocab.size()) + " tokens but token_embd.weight has " +
                   std::to_string(cfg.n_vocab) + " rows");
     }
+  }
+
+  if (args.count("kernels")) {
+    if (!have_cfg) return Fail(path + ": --kernels needs a model file with tensors");
+    ModelLoadOptions lo;
+    lo.use_mmap = oo.use_mmap;
+    std::unique_ptr<Model> model;
+    st = Model::Load(path, lo, &model);
+    if (!st.ok()) return Fail(st);
+    std::printf("cpu:    %s\n", kernels::GetCpuFeatures().ToString().c_str());
+    std::printf("isa:    %s (%s)\n", kernels::IsaName(model->isa()),
+                std::getenv("TRINE_ISA") ? "forced by TRINE_ISA" : "best level this CPU and build support");
+    std::printf("ternary weights are repacked to TQ2_0 blocks; activations are quantized per weight type\n"
+                "(Q8_K for ternary/K-quants, Q8_0 for Q4_0/Q8_0, fp16 for F16) as llama.cpp does.\n\n");
+    for (const auto& b : model->bindings()) {
+      std::printf("  %-32s %s%s\n", b.tensor.c_str(), b.kernel.c_str(), b.repacked ? " [repacked]" : "");
+    }
+    return kExitOk;
   }
 
   std::map<std::string, TypeTotals> totals;

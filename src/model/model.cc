@@ -50,6 +50,7 @@ Status ReadScale(const GgufFile& f, const std::string& name, float* out) {
 Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant) {
   KernelBinding b;
   b.tensor = name;
+  const TypeId file_type = w->type;
   if (kernels::NeedsTernaryRepack(*w) && w->cols % kQK_K == 0) {
     repacked_.emplace_back();
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
@@ -57,7 +58,7 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
   }
   std::string kname;
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
-  b.kernel = kname;
+  b.kernel = b.repacked ? std::string(TypeName(file_type)) + " -> " + kname : kname;
   bindings_.push_back(std::move(b));
   return Status::Ok();
 }
