@@ -25,6 +25,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "kernels.h"
 #include "membw.h"
 #include "model/model.h"
 #include "model_options.h"
@@ -40,7 +41,9 @@ struct ModelInfo {
   std::string desc;       // "bitnet 2.41B TQ2_0"
   uint64_t size = 0;      // bytes of all tensors
   uint64_t n_params = 0;  // elements of all tensors
-  uint64_t bytes_per_token = 0;  // weight bytes one decoded token reads
+  uint64_t bytes_per_token = 0;  // weight bytes one decoded token reads, as stored in the file
+  uint64_t resident_bytes_per_token = 0;  // the same in memory, after any load-time repacking
+  std::string isa;                // kernel level the model was bound to ("avx512", "ref", ...)
 };
 
 struct Row {
@@ -143,6 +146,16 @@ ModelInfo Describe(const Model& m, const std::string& path) {
     if (bytes > best) best = bytes, main_type = type;
   }
   info.desc = m.config().arch_name + " " + HumanCount(info.n_params) + " " + Upper(TypeName(main_type));
+  info.isa = kernels::IsaName(m.isa());
+  // What the forward pass reads: the bound weight views (repacked copies where the loader made
+  // them) and the fp32 norm vectors.
+  auto view_bytes = [](const kernels::WeightView& w) { return static_cast<uint64_t>(w.rows) * w.row_bytes; };
+  uint64_t resident = view_bytes(m.output()) + (m.output_norm().size() + m.rope_freqs().size()) * sizeof(float);
+  for (const auto& l : m.layers()) {
+    for (const auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) resident += view_bytes(*w);
+    resident += (l.attn_norm.size() + l.attn_sub_norm.size() + l.ffn_norm.size() + l.ffn_sub_norm.size()) * sizeof(float);
+  }
+  info.resident_bytes_per_token = resident;
   return info;
 }
 
@@ -199,15 +212,15 @@ std::string Cell(const char* fmt, double v) {
 }
 
 void PrintMarkdownHeader(bool membw) {
-  std::printf("| model | size | params | threads | test | t/s | MiB/token | GB/s |%s\n", membw ? " % of membw |" : "");
-  std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n", membw ? " ---: |" : "");
+  std::printf("| model | size | params | isa | threads | test | t/s | MiB/token | GB/s |%s\n", membw ? " % of membw |" : "");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |%s\n", membw ? " ---: |" : "");
   std::fflush(stdout);
 }
 
 void PrintMarkdownRow(const Row& r, bool membw) {
   const auto ts = r.samples_ts();
   std::string cells = "| " + r.model->desc + " | " + HumanBytes(r.model->size) + " | " + HumanCount(r.model->n_params) +
-                      " | " + std::to_string(r.n_threads) + " | " + r.test() + " | " + Cell("%.2f", Row::Mean(ts)) +
+                      " | " + r.model->isa + " | " + std::to_string(r.n_threads) + " | " + r.test() + " | " + Cell("%.2f", Row::Mean(ts)) +
                       " ± " + Cell("%.2f", Row::Stdev(ts)) + " | ";
   if (r.is_tg()) {
     cells += Cell("%.1f", static_cast<double>(r.model->bytes_per_token) / (1 << 20)) + " | " + Cell("%.2f", r.gbps()) + " |";
@@ -239,7 +252,9 @@ nlohmann::json RowJson(const Row& r) {
   j["stddev_ts"] = Row::Stdev(ts);
   j["samples_ns"] = r.samples_ns;
   j["samples_ts"] = ts;
+  j["isa"] = r.model->isa;
   j["bytes_per_token"] = r.model->bytes_per_token;
+  j["resident_bytes_per_token"] = r.model->resident_bytes_per_token;
   j["gbps"] = r.is_tg() ? nlohmann::json(r.gbps()) : nlohmann::json(nullptr);
   j["membw_gbps"] = r.membw_gbps > 0 ? nlohmann::json(r.membw_gbps) : nlohmann::json(nullptr);
   j["membw_pct"] = r.membw_gbps > 0 && r.is_tg() ? nlohmann::json(100.0 * r.gbps() / r.membw_gbps) : nlohmann::json(nullptr);
@@ -372,6 +387,12 @@ int RunBench(int argc, char** argv) {
       for (const auto& [t, g] : bw) footer += " " + std::to_string(t) + (t == 1 ? " thread " : " threads ") + Cell("%.1f", g) + " GB/s";
     }
     std::printf("%s\n", footer.c_str());
+    for (const auto& info : infos) {
+      if (info->resident_bytes_per_token == info->bytes_per_token) continue;
+      std::printf("%s: MiB/token counts the file's bytes (%.2f MiB); in memory a token reads %.2f MiB (weights repacked at load)\n",
+                  info->path.c_str(), static_cast<double>(info->bytes_per_token) / (1 << 20),
+                  static_cast<double>(info->resident_bytes_per_token) / (1 << 20));
+    }
   } else {
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows) out.push_back(RowJson(r));

@@ -47,6 +47,8 @@ TEST(Bench, JsonHasPpAndTgRowsPerThreadCount) {
     EXPECT_GT(r["model_n_params"].get<double>(), 0.0);
     // Tied embedding: a decoded token reads every tensor of the file.
     EXPECT_EQ(r["bytes_per_token"], r["model_size"]);
+    EXPECT_EQ(r["resident_bytes_per_token"], r["bytes_per_token"]);  // TQ2_0 is not repacked
+    EXPECT_TRUE(r["isa"].is_string());
     EXPECT_TRUE(r["membw_gbps"].is_null());
     if (r["test"] == "tg4") {
       EXPECT_EQ(r["n_gen"], 4);
@@ -80,7 +82,7 @@ TEST(Bench, MembwAndSeveralModels) {
 TEST(Bench, MarkdownTable) {
   std::string out, err;
   ASSERT_EQ(RunTrine("bench -m " + TinyModel() + " -t 1 -p 8 -n 2 -r 1", &out, &err), 0) << err;
-  EXPECT_NE(out.find("| model | size | params | threads | test | t/s |"), std::string::npos) << out;
+  EXPECT_NE(out.find("| model | size | params | isa | threads | test | t/s |"), std::string::npos) << out;
   EXPECT_NE(out.find("| pp8 |"), std::string::npos) << out;
   EXPECT_NE(out.find("| tg2 |"), std::string::npos) << out;
   EXPECT_NE(out.find("bitnet"), std::string::npos) << out;
