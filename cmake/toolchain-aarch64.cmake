@@ -1,0 +1,34 @@
+# Cross toolchain for AArch64 Linux with Debian's g++-aarch64-linux-gnu, running target binaries
+# (try_run, add_test, gtest_discover_tests) under qemu-user:
+#
+#   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
+#
+# Target libraries are searched in the cross sysroot (/usr/aarch64-linux-gnu) and in Debian's
+# multiarch directories (/usr/lib/aarch64-linux-gnu, present once `dpkg --add-architecture arm64`
+# and the :arm64 -dev packages are installed). scripts/test-neon.sh uses this file for the
+# standalone kernel check, which needs no third-party libraries.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+
+set(TRINE_CROSS_TRIPLE aarch64-linux-gnu)
+set(TRINE_CROSS_SYSROOT /usr/${TRINE_CROSS_TRIPLE})
+set(CMAKE_C_COMPILER ${TRINE_CROSS_TRIPLE}-gcc)
+set(CMAKE_CXX_COMPILER ${TRINE_CROSS_TRIPLE}-g++)
+set(CMAKE_LIBRARY_ARCHITECTURE ${TRINE_CROSS_TRIPLE})
+
+# Cross sysroot first, then the host root for multiarch (lib/aarch64-linux-gnu) and arch-independent
+# packages (header-only CMake configs under /usr/share).
+set(CMAKE_FIND_ROOT_PATH ${TRINE_CROSS_SYSROOT} /)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+
+# pkg-config must report the target's .pc files, never the host's.
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${TRINE_CROSS_TRIPLE}/pkgconfig:/usr/share/pkgconfig")
+set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
+
+find_program(TRINE_QEMU_AARCH64 qemu-aarch64)
+if(TRINE_QEMU_AARCH64)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${TRINE_QEMU_AARCH64} -L ${TRINE_CROSS_SYSROOT})
+endif()
