@@ -8,6 +8,7 @@ PACKAGES=(
   libdnnl-dev libxsimd-dev libomp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcxxopts-dev nlohmann-json3-dev libpcre2-dev
+  g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 
 missing=()
