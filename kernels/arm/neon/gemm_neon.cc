@@ -218,8 +218,17 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 }  // namespace
 
 const KernelTable& NeonTable() {
-  static const KernelTable t{Isa::kNeon,  GemmTq2Q8kSdot,          GemmTq2Q8kMulFree,
-                             GemmF16,     GemmQx0Q8_0Sdot<false>, GemmQx0Q8_0Sdot<true>};
+  // Filled by name, so entries added to KernelTable later stay null (GemmRef) until written here.
+  static const KernelTable t = [] {
+    KernelTable k;
+    k.isa = Isa::kNeon;
+    k.tq2_int8dot = GemmTq2Q8kSdot;
+    k.tq2_mulfree = GemmTq2Q8kMulFree;
+    k.f16 = GemmF16;
+    k.q8_0 = GemmQx0Q8_0Sdot<false>;
+    k.q4_0 = GemmQx0Q8_0Sdot<true>;
+    return k;
+  }();
   return t;
 }
 
