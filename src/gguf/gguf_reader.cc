@@ -6,13 +6,21 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <regex>
 
 namespace trine {
 namespace {
 
 constexpr int kMaxArrayDepth = 4;
 constexpr uint64_t kMaxSplits = 9999;
+// GGUF spec: a key is at most 2^16-1 bytes.
+constexpr uint64_t kMaxKeyBytes = 65535;
+// Containers are never sized from a count read from the file: at most this many slots are
+// reserved up front, the rest grow as elements are actually parsed, so memory follows the bytes
+// present in the file and not what its header claims.
+constexpr uint64_t kMaxReserve = 4096;
+// Arrays of arrays (which llama.cpp does not read at all) cost ~150 bytes of memory per 12-byte
+// element; their total element count per file is capped so a small file cannot expand 10x.
+constexpr uint64_t kMaxNestedItems = 1u << 20;
 
 // Bounded little-endian reader over one file; every failure records what and where.
 class Cursor {
@@ -33,7 +41,7 @@ class Cursor {
       return Fail("file truncated while reading " + what + ": need " + std::to_string(n) +
                   " bytes, " + std::to_string(remaining()) + " left");
     }
-    std::memcpy(out, data_ + pos_, static_cast<size_t>(n));
+    if (n != 0) std::memcpy(out, data_ + pos_, static_cast<size_t>(n));
     pos_ += n;
     return Status::Ok();
   }
@@ -60,11 +68,19 @@ class Cursor {
   }
   const uint8_t* here() const { return data_ + pos_; }
 
+  // Budget shared by all nested arrays of one file; false once it is spent.
+  bool TakeNestedItems(uint64_t n) {
+    if (n > nested_left_) return false;
+    nested_left_ -= n;
+    return true;
+  }
+
  private:
   const uint8_t* data_;
   uint64_t size_;
   uint64_t pos_ = 0;
   const std::string& path_;
+  uint64_t nested_left_ = kMaxNestedItems;
 };
 
 Status ReadValue(Cursor* c, GgufType type, const std::string& key, int depth, GgufValue* out);
@@ -100,9 +116,11 @@ Status ReadArray(Cursor* c, const std::string& key, int depth, GgufValue* out) {
     return Status::Ok();
   }
   if (elem == GgufType::kString) {
-    std::vector<std::string> strs(static_cast<size_t>(count));
+    std::vector<std::string> strs;
+    strs.reserve(static_cast<size_t>(std::min(count, kMaxReserve)));
     for (uint64_t i = 0; i < count; ++i) {
-      TRINE_RETURN_IF_ERROR(c->String(&strs[i], "element " + std::to_string(i) + " of '" + key + "'"));
+      strs.emplace_back();
+      TRINE_RETURN_IF_ERROR(c->String(&strs.back(), "element " + std::to_string(i) + " of '" + key + "'"));
     }
     *out = GgufValue::StringArray(std::move(strs));
     return Status::Ok();
@@ -111,9 +129,15 @@ Status ReadArray(Cursor* c, const std::string& key, int depth, GgufValue* out) {
   if (depth + 1 > kMaxArrayDepth) {
     return c->FailAt(at, "key '" + key + "': arrays nested deeper than " + std::to_string(kMaxArrayDepth));
   }
-  std::vector<GgufValue> items(static_cast<size_t>(count));
+  if (!c->TakeNestedItems(count)) {
+    return c->FailAt(at, "key '" + key + "': more than " + std::to_string(kMaxNestedItems) +
+                             " nested array elements in the file");
+  }
+  std::vector<GgufValue> items;
+  items.reserve(static_cast<size_t>(std::min(count, kMaxReserve)));
   for (uint64_t i = 0; i < count; ++i) {
-    TRINE_RETURN_IF_ERROR(ReadArray(c, key, depth + 1, &items[i]));
+    items.emplace_back();
+    TRINE_RETURN_IF_ERROR(ReadArray(c, key, depth + 1, &items.back()));
   }
   *out = GgufValue::ArrayArray(std::move(items));
   return Status::Ok();
@@ -159,15 +183,28 @@ Status ReadValue(Cursor* c, GgufType type, const std::string& key, int depth, Gg
   }
 }
 
-// Matches "<prefix>-00001-of-00003.gguf"; fills prefix, index (1-based) and count.
+// Matches "<prefix>-00001-of-00003.gguf"; fills prefix, index (1-based) and count. Parsed by
+// hand: std::regex recurses per input character and overflows the stack on long paths.
 bool ParseSplitName(const std::string& path, std::string* prefix, int* index, int* count) {
-  static const std::regex kSplit(R"(^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$)");
-  std::smatch m;
-  if (!std::regex_match(path, m, kSplit)) return false;
-  *prefix = m[1].str();
-  *index = std::stoi(m[2].str());
-  *count = std::stoi(m[3].str());
-  return *index >= 1 && *count >= 1 && *index <= *count;
+  static const char kTail[] = "-NNNNN-of-NNNNN.gguf";
+  const size_t tail = sizeof(kTail) - 1;
+  if (path.size() < tail) return false;
+  const size_t base = path.size() - tail;
+  int idx = 0, cnt = 0;
+  for (size_t i = 0; i < tail; ++i) {
+    const char c = path[base + i];
+    if (kTail[i] == 'N') {
+      if (c < '0' || c > '9') return false;
+      int& v = i < 6 ? idx : cnt;
+      v = v * 10 + (c - '0');
+    } else if (c != kTail[i]) {
+      return false;
+    }
+  }
+  *prefix = path.substr(0, base);
+  *index = idx;
+  *count = cnt;
+  return idx >= 1 && cnt >= 1 && idx <= cnt;
 }
 
 std::string SplitName(const std::string& prefix, int index, int count) {
@@ -243,8 +280,13 @@ Status GgufFile::GetInt(const std::string& key, int64_t* out, bool* found) const
   const GgufValue* v = Find(key);
   *found = v != nullptr;
   if (!v) return Status::Ok();
-  if (!v->is_integer() || !v->AsInt(out)) {
+  if (!v->is_integer()) {
     return InvalidFile(path_ + ": key '" + key + "' must be an integer, found " + GgufTypeName(v->type()));
+  }
+  if (!v->AsInt(out)) {  // a u64 past INT64_MAX
+    uint64_t u = 0;
+    v->AsUint(&u);
+    return InvalidFile(path_ + ": key '" + key + "' = " + std::to_string(u) + " is out of range");
   }
   return Status::Ok();
 }
@@ -320,12 +362,16 @@ Status GgufFile::ParseOne(const MappedFile& file, int split_index,
   }
 
   std::unordered_map<std::string, size_t> seen;
-  kv->reserve(static_cast<size_t>(n_kv));
+  kv->reserve(static_cast<size_t>(std::min(n_kv, kMaxReserve)));
   for (uint64_t i = 0; i < n_kv; ++i) {
     const uint64_t at = c.pos();
     std::string key;
     TRINE_RETURN_IF_ERROR(c.String(&key, "key of metadata entry " + std::to_string(i)));
     if (key.empty()) return c.FailAt(at, "metadata entry " + std::to_string(i) + " has an empty key");
+    if (key.size() > kMaxKeyBytes) {
+      return c.FailAt(at, "metadata entry " + std::to_string(i) + " key is " + std::to_string(key.size()) +
+                              " bytes (limit " + std::to_string(kMaxKeyBytes) + ")");
+    }
     if (!IsValidUtf8(key)) return c.FailAt(at, "metadata entry " + std::to_string(i) + " key is not valid UTF-8");
     if (seen.count(key)) return c.FailAt(at, "duplicate metadata key '" + key + "'");
     uint32_t type_raw = 0;

@@ -150,9 +150,15 @@ Status LoadModelConfig(const GgufFile& f, ModelConfig* out) {
   if (embd->type == TypeId::kI2_S) {
     return Unsupported(f.path() + ": tensor 'token_embd.weight' in I2_S is not supported");
   }
-  c.n_vocab = static_cast<int>(embd->ne[1]);
   if (embd->ne[1] > (1 << 24)) return InvalidFile(f.path() + ": vocabulary of " + std::to_string(embd->ne[1]) + " rows is too large");
+  c.n_vocab = static_cast<int>(embd->ne[1]);
   TRINE_RETURN_IF_ERROR(k.Int("vocab_size", false, c.n_vocab, c.n_vocab, &v));
+  // Every token id the tokenizer can produce indexes a row of token_embd (and of the output).
+  if (const GgufValue* toks = f.Find("tokenizer.ggml.tokens"); toks && toks->is_array() &&
+                                                                  toks->count() > static_cast<uint64_t>(c.n_vocab)) {
+    return InvalidFile(f.path() + ": tokenizer has " + std::to_string(toks->count()) +
+                       " tokens but token_embd.weight has " + std::to_string(c.n_vocab) + " rows");
+  }
 
   const int64_t E = c.n_embd, F = c.n_ff, V = c.n_vocab;
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
