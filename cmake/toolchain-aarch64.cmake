@@ -23,7 +23,11 @@ set(CMAKE_LIBRARY_ARCHITECTURE ${TRINE_CROSS_TRIPLE})
 # Cross sysroot first, then the host root for multiarch (lib/aarch64-linux-gnu) and arch-independent
 # packages (header-only CMake configs under /usr/share).
 set(CMAKE_FIND_ROOT_PATH ${TRINE_CROSS_SYSROOT} /)
-set(TRINE_CROSS_EXTRA_ROOT "$ENV{TRINE_AARCH64_EXTRA_ROOT}")
+# Kept in the cache so that a re-configure started by the build (globs) finds it without the variable.
+if(NOT "$ENV{TRINE_AARCH64_EXTRA_ROOT}" STREQUAL "")
+  set(TRINE_AARCH64_EXTRA_ROOT "$ENV{TRINE_AARCH64_EXTRA_ROOT}" CACHE PATH "arm64 .debs unpacked with dpkg -x" FORCE)
+endif()
+set(TRINE_CROSS_EXTRA_ROOT "${TRINE_AARCH64_EXTRA_ROOT}")
 if(TRINE_CROSS_EXTRA_ROOT)
   list(PREPEND CMAKE_FIND_ROOT_PATH ${TRINE_CROSS_EXTRA_ROOT})
 endif()

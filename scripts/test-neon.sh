@@ -3,7 +3,7 @@
 # checks them under qemu-aarch64 (Debian qemu-user) against the scalar reference. Installs nothing:
 # scripts/install-deps.sh provides both tools. Registered as the ctest test `neon_kernels_qemu`.
 #
-#   scripts/test-neon.sh [BUILD_DIR] [--werror]      (BUILD_DIR defaults to build-neon/)
+#   scripts/test-neon.sh [BUILD_DIR] [--werror] [--full]      (BUILD_DIR defaults to build-neon/)
 #
 # The build is the standalone project in tests/neon (kernels/, the tensor formats and a check
 # program; no third-party libraries, which Debian ships for arm64 only through multiarch), built
@@ -15,15 +15,29 @@
 #      and the reference is used;
 #   4. TRINE_ISA=ref: forcing the reference works.
 # Exit status: 0 all passed, 1 a failure, 77 the cross compiler or qemu is missing (ctest: skip).
+#
+# --full (manual, not in CI: ~8 min on 2 cores) then cross-builds the whole project into
+# BUILD_DIR-full and runs kernels_test (the GoogleTest conformance suite) and model_test (parity
+# with llama.cpp on every shipped model) under qemu with TRINE_ISA=neon. It needs arm64 builds of
+# PCRE2 and GoogleTest: multiarch (dpkg --add-architecture arm64; apt-get install libpcre2-dev:arm64
+# libgtest-dev:arm64 libgmock-dev:arm64), or, leaving the host's dpkg alone:
+#   d=/tmp/apt-arm64; mkdir -p $d/lists/partial $d/cache/archives/partial; touch $d/status
+#   A="-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Dir::State::Lists=$d/lists
+#      -o Dir::Cache=$d/cache -o Dir::State::status=$d/status"
+#   apt-get $A update && (cd $d && apt-get $A download libpcre2-dev libpcre2-8-0 libgtest-dev libgmock-dev)
+#   for f in $d/*.deb; do dpkg -x "$f" /tmp/arm64-root; done
+#   TRINE_AARCH64_EXTRA_ROOT=/tmp/arm64-root scripts/test-neon.sh --full
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$ROOT/build-neon"
 WERROR=OFF
+FULL=0
 for arg in "$@"; do
   case "$arg" in
     --werror) WERROR=ON ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --full) FULL=1 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "test-neon.sh: unknown option $arg" >&2; exit 2 ;;
     *) BUILD="$arg" ;;
   esac
@@ -68,3 +82,19 @@ run default ref --expect-isa ref --no-kernels
 done_at=$(date +%s.%N)
 awk -v s="$start" -v b="$built" -v e="$done_at" \
   'BEGIN { printf "test-neon.sh: passed (build %.1fs, qemu runs %.1fs)\n", b - s, e - b }'
+
+if [ "$FULL" = 1 ]; then
+  FULL_BUILD="$BUILD-full"
+  mkdir -p "$FULL_BUILD"
+  cmake -S "$ROOT" -B "$FULL_BUILD" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchain-aarch64.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DTRINE_WERROR="$WERROR" -DTRINE_BUILD_BENCH=OFF -DTRINE_BUILD_EXAMPLES=OFF \
+    >"$FULL_BUILD/configure.log" 2>&1 ||
+    { cat "$FULL_BUILD/configure.log" >&2; echo "test-neon.sh --full: arm64 PCRE2/GoogleTest missing? see the header of $0" >&2; exit 1; }
+  cmake --build "$FULL_BUILD" -j"${TRINE_NEON_JOBS:-1}" --target kernels_test model_test
+  for t in kernels_test model_test; do
+    echo "== qemu-aarch64 TRINE_ISA=neon $t"
+    (cd "$ROOT" && TRINE_ISA=neon qemu-aarch64 -L "$SYSROOT" "$FULL_BUILD/tests/$t" --gtest_brief=1)
+  done
+  full_at=$(date +%s.%N)
+  awk -v s="$done_at" -v e="$full_at" 'BEGIN { printf "test-neon.sh --full: passed (%.1fs)\n", e - s }'
+fi
