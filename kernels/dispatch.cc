@@ -22,7 +22,7 @@ const KernelTable& NeonTable();
 namespace {
 
 const KernelTable& RefTable() {
-  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef};
+  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef};
   return t;
 }
 
@@ -130,6 +130,14 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
     case TypeId::kQ4_0:
       fn = t.q4_0;
       what = "q4_0 x q8_0";
+      break;
+    case TypeId::kQ4_K:
+      fn = t.q4_K;
+      what = "q4_K x q8_K";
+      break;
+    case TypeId::kQ6_K:
+      fn = t.q6_K;
+      what = "q6_K x q8_K";
       break;
     default:
       break;

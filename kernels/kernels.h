@@ -30,6 +30,8 @@ struct KernelTable {
   GemmFn f16 = nullptr;          // F16 weights x fp16-rounded activations
   GemmFn q8_0 = nullptr;         // Q8_0 x Q8_0
   GemmFn q4_0 = nullptr;         // Q4_0 x Q8_0
+  GemmFn q4_K = nullptr;         // Q4_K x Q8_K
+  GemmFn q6_K = nullptr;         // Q6_K x Q8_K
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).

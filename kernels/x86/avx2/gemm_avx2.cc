@@ -111,8 +111,15 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 
 }  // namespace
 
+// INT4/INT8/K-quant kernels (quants_avx2.cc).
+void GemmQ8_0Avx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ4_0Avx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ4_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ6_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+
 const KernelTable& Avx2Table() {
-  static const KernelTable t{Isa::kAvx2, GemmTq2Q8kMaddubs, nullptr, GemmF16, GemmRef, GemmRef};
+  static const KernelTable t{Isa::kAvx2, GemmTq2Q8kMaddubs, nullptr, GemmF16,
+                             GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2};
   return t;
 }
 

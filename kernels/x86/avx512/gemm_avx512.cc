@@ -240,8 +240,15 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 
 }  // namespace
 
+// INT4/INT8/K-quant kernels (quants_avx512.cc).
+void GemmQ8_0Avx512(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ4_0Avx512(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ4_KAvx512(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+void GemmQ6_KAvx512(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
+
 const KernelTable& Avx512Table() {
-  static const KernelTable t{Isa::kAvx512, GemmTq2Q8kVnni, GemmTq2Q8kMulFree, GemmF16, GemmRef, GemmRef};
+  static const KernelTable t{Isa::kAvx512, GemmTq2Q8kVnni, GemmTq2Q8kMulFree, GemmF16,
+                             GemmQ8_0Avx512, GemmQ4_0Avx512, GemmQ4_KAvx512, GemmQ6_KAvx512};
   return t;
 }
 
