@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "ref/attention_ref.h"
 #include "ref/matmul_ref.h"
 
 namespace trine::kernels {
@@ -46,5 +47,8 @@ Status ActiveIsaStatus();
 // time, so they use the TQ2_0 entries). Returns GemmRef when the ISA has no specialised kernel;
 // *name gets a description such as "tq2_0 x q8_K avx512 vpdpbusd".
 GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name);
+
+// The fp16-cache attention kernel of `isa` (AttnF16Ref when it has none).
+AttnF16Fn SelectAttnF16(Isa isa);
 
 }  // namespace trine::kernels

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/fp16.h"
+#include "kernels.h"
 #include "model/ops.h"
 
 namespace trine {
@@ -151,39 +152,6 @@ Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int l
   return Status::Ok();
 }
 
-namespace {
-
-// K.Q over fp16-valued inputs with llama.cpp's AVX-512 accumulation order (4 x 16 fp32 lanes with
-// fused multiply-adds per 64 elements, a fixed reduction tree, the tail summed in double), so
-// that attention scores match its flash-attention kernel bit for bit.
-float DotF16Order(const float* x, const float* y, int n) {
-  const int np = n & ~63;
-  double sumf = 0.0;
-  if (np > 0) {
-    float acc[4][16] = {};
-    for (int i = 0; i < np; i += 64) {
-      for (int j = 0; j < 4; ++j) {
-        for (int l = 0; l < 16; ++l) acc[j][l] = std::fma(x[i + 16 * j + l], y[i + 16 * j + l], acc[j][l]);
-      }
-    }
-    float a[16], b[8], c[4];
-    for (int l = 0; l < 16; ++l) a[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-    for (int l = 0; l < 8; ++l) b[l] = a[l] + a[l + 8];
-    for (int l = 0; l < 4; ++l) c[l] = b[l] + b[l + 4];
-    sumf = static_cast<double>((c[0] + c[2]) + (c[1] + c[3]));
-  }
-  for (int i = np; i < n; ++i) sumf += static_cast<double>(x[i] * y[i]);
-  return static_cast<float>(sumf);
-}
-
-// acc16 += v * w with fp16 storage and a fused multiply-add in fp32 (llama.cpp's vector path,
-// and its scalar tail as GCC contracts it with -march=native).
-void MadF16(uint16_t* acc16, const float* v, float w, int n) {
-  for (int i = 0; i < n; ++i) acc16[i] = Fp32ToFp16(std::fma(v[i], w, Fp16ToFp32(acc16[i])));
-}
-
-}  // namespace
-
 void AttentionOverCache(ForwardState& st, int layer) {
   const ModelConfig& c = st.model->config();
   const int hd = c.head_dim;
@@ -205,60 +173,49 @@ void AttentionOverCache(ForwardState& st, int layer) {
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n_items = st.n_tokens * c.n_head;
+  const kernels::AttnF16Fn attn_f16 = kernels::SelectAttnF16(st.model->isa());
 #pragma omp parallel num_threads(st.n_threads)
   {
-    std::vector<float> kbuf(static_cast<size_t>(kvd)), vbuf(static_cast<size_t>(kvd)), qh(static_cast<size_t>(hd)),
+    std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), qh(static_cast<size_t>(hd)),
         acc(static_cast<size_t>(hd));
-    std::vector<uint16_t> acc16(static_cast<size_t>(hd));
 #pragma omp for schedule(static)
     for (int item = 0; item < n_items; ++item) {
       const int t = item / c.n_head;
       const int h = item % c.n_head;
       const int kvh = h / group;
       const int n_kv = st.n_past + t + 1;  // causal: positions 0 .. pos
-      const bool f16 = kv.type == KvType::kF16;
-      // Online softmax (one pass over the cache). With an fp16 cache this follows llama.cpp's
-      // flash-attention kernel for short batches: Q rounded to fp16, V.softmax accumulated in
-      // fp16 with fused multiply-adds, running max and sum in fp32.
       const float* q = st.q.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
-      for (int i = 0; i < hd; ++i) qh[i] = f16 ? Fp16ToFp32(Fp32ToFp16(q[i])) : q[i];
+      float* out = st.att.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
+      if (kv.type == KvType::kF16) {
+        // llama.cpp's flash-attention numerics (see kernels/ref/attention_ref.h).
+        for (int i = 0; i < hd; ++i) qh[i] = Fp16ToFp32(Fp32ToFp16(q[i]));
+        const size_t base = static_cast<size_t>(layer) * kv.n_ctx * kvd + static_cast<size_t>(kvh) * hd;
+        attn_f16(qh.data(), kv.k16.data() + base, kv.v16.data() + base, static_cast<size_t>(kvd), n_kv, hd, scale, out);
+        continue;
+      }
+      // fp32 cache: a plain online softmax in fp32.
       std::fill(acc.begin(), acc.end(), 0.0f);
-      std::fill(acc16.begin(), acc16.end(), static_cast<uint16_t>(0));
       float max_s = -std::numeric_limits<float>::infinity();
       float sum = 0.0f;
       for (int p = 0; p < n_kv; ++p) {
         kv.LoadK(layer, p, kvh * hd, hd, kbuf.data());
-        const float* kp = kbuf.data();
-        float s = DotF16Order(kp, qh.data(), hd);
+        float s = 0.0f;
+        for (int i = 0; i < hd; ++i) s += kbuf[i] * q[i];
         s *= scale;
         float ms = 1.0f, vs = 1.0f;
         if (s > max_s) {
           ms = std::exp(max_s - s);
           max_s = s;
-          if (ms != 1.0f) {
-            for (int i = 0; i < hd; ++i) {
-              if (f16) {
-                acc16[i] = Fp32ToFp16(Fp16ToFp32(acc16[i]) * ms);
-              } else {
-                acc[i] *= ms;
-              }
-            }
-          }
+          for (int i = 0; i < hd; ++i) acc[i] *= ms;
         } else {
           vs = std::exp(s - max_s);
         }
         kv.LoadV(layer, p, kvh * hd, hd, vbuf.data());
-        const float* vp = vbuf.data();
-        if (f16) {
-          MadF16(acc16.data(), vp, vs, hd);
-        } else {
-          for (int i = 0; i < hd; ++i) acc[i] = std::fma(vp[i], vs, acc[i]);
-        }
-        sum = std::fma(sum, ms, vs);
+        for (int i = 0; i < hd; ++i) acc[i] += vbuf[i] * vs;
+        sum = sum * ms + vs;
       }
-      float* out = st.att.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       const float inv = 1.0f / sum;
-      for (int i = 0; i < hd; ++i) out[i] = (f16 ? Fp16ToFp32(acc16[i]) : acc[i]) * inv;
+      for (int i = 0; i < hd; ++i) out[i] = acc[i] * inv;
     }
   }
 }

@@ -1,0 +1,21 @@
+// Selection of the fp16-cache attention kernel per ISA (separate from the GEMM table so the two
+// families can grow independently).
+#include "kernels.h"
+#include "ref/attention_ref.h"
+
+namespace trine::kernels {
+
+#if defined(TRINE_HAVE_AVX512)
+void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int head_dim,
+                   float scale, float* out);
+#endif
+
+AttnF16Fn SelectAttnF16(Isa isa) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return AttnF16Avx512;
+#endif
+  (void)isa;
+  return AttnF16Ref;
+}
+
+}  // namespace trine::kernels
