@@ -22,7 +22,7 @@ const KernelTable& NeonTable();
 namespace {
 
 const KernelTable& RefTable() {
-  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef};
+  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef};
   return t;
 }
 
@@ -122,6 +122,10 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
     case TypeId::kF16:
       fn = t.f16;
       what = "f16 x f16";
+      break;
+    case TypeId::kF32:
+      fn = t.f32;
+      what = "f32 x f32";
       break;
     case TypeId::kQ8_0:
       fn = t.q8_0;

@@ -33,6 +33,7 @@ struct KernelTable {
   GemmFn q4_0 = nullptr;         // Q4_0 x Q8_0
   GemmFn q4_K = nullptr;         // Q4_K x Q8_K
   GemmFn q6_K = nullptr;         // Q6_K x Q8_K
+  GemmFn f32 = nullptr;          // F32 weights x fp32 activations
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).

@@ -60,7 +60,8 @@ TEST_P(KernelConformance, MatchesReference) {
       SCOPED_TRACE(::testing::Message() << TypeName(c.file_type) << " " << s.rows << "x" << s.cols << " tokens "
                                         << s.n_tokens << (edge ? " edge" : ""));
       const int64_t n = s.rows * s.cols;
-      const bool ternary = c.file_type != TypeId::kF16;
+      const bool ternary = c.file_type == TypeId::kTQ2_0 || c.file_type == TypeId::kTQ1_0 ||
+                           c.file_type == TypeId::kI2_S;
       std::vector<float> wf = ternary ? RandomTernaryWeights(n, &rng, 0.037f) : RandomActivations(n, &rng, false);
       uint64_t bytes = 0;
       ASSERT_TRUE(TensorBytes(c.file_type, n, &bytes));
@@ -128,7 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{TypeId::kTQ1_0, TernaryVariant::kInt8Dot},
                                          Case{TypeId::kTQ1_0, TernaryVariant::kMulFree},
                                          Case{TypeId::kI2_S, TernaryVariant::kInt8Dot},
-                                         Case{TypeId::kF16, TernaryVariant::kDefault})),
+                                         Case{TypeId::kF16, TernaryVariant::kDefault},
+                                         Case{TypeId::kF32, TernaryVariant::kDefault})),
     [](const ::testing::TestParamInfo<std::tuple<Isa, Case>>& pi) {
       const Case& c = std::get<1>(pi.param);
       std::string v = c.variant == TernaryVariant::kMulFree ? "_mulfree" : "";

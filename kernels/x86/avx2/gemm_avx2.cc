@@ -109,6 +109,29 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
   }
 }
 
+// F32 weights x fp32 activations: as GemmF16 without the conversions.
+void GemmF32(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+             int64_t r0, int64_t r1, float scale) {
+  const int64_t n = w.cols;
+  const int64_t nv = n / 8 * 8;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* wr = reinterpret_cast<const float*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = reinterpret_cast<const float*>(xq + act_stride * static_cast<size_t>(t));
+      __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+      int64_t i = 0;
+      for (; i + 16 <= nv; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i), _mm256_loadu_ps(xt + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i + 8), _mm256_loadu_ps(xt + i + 8), s1);
+      }
+      for (; i < nv; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i), _mm256_loadu_ps(xt + i), s0);
+      float acc = HsumPs(_mm256_add_ps(s0, s1));
+      for (; i < n; ++i) acc += wr[i] * xt[i];
+      y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
+    }
+  }
+}
+
 }  // namespace
 
 // INT4/INT8/K-quant kernels (quants_avx2.cc).
@@ -119,7 +142,7 @@ void GemmQ6_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_
 
 const KernelTable& Avx2Table() {
   static const KernelTable t{Isa::kAvx2, GemmTq2Q8kMaddubs, nullptr, GemmF16,
-                             GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2};
+                             GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2, GemmF32};
   return t;
 }
 

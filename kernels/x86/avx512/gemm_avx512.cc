@@ -238,6 +238,29 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
   }
 }
 
+// F32 weights x fp32 activations: as GemmF16 without the conversions.
+void GemmF32(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+             int64_t r0, int64_t r1, float scale) {
+  const int64_t n = w.cols;
+  const int64_t nv = n / 16 * 16;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* wr = reinterpret_cast<const float*>(w.data + static_cast<size_t>(r) * w.row_bytes);
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = reinterpret_cast<const float*>(xq + act_stride * static_cast<size_t>(t));
+      __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+      int64_t i = 0;
+      for (; i + 32 <= nv; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i), _mm512_loadu_ps(xt + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i + 16), _mm512_loadu_ps(xt + i + 16), s1);
+      }
+      for (; i < nv; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i), _mm512_loadu_ps(xt + i), s0);
+      float acc = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+      for (; i < n; ++i) acc += wr[i] * xt[i];
+      y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
+    }
+  }
+}
+
 }  // namespace
 
 // INT4/INT8/K-quant kernels (quants_avx512.cc).
@@ -248,7 +271,7 @@ void GemmQ6_KAvx512(const WeightView&, const uint8_t*, size_t, int, float*, int6
 
 const KernelTable& Avx512Table() {
   static const KernelTable t{Isa::kAvx512, GemmTq2Q8kVnni, GemmTq2Q8kMulFree, GemmF16,
-                             GemmQ8_0Avx512, GemmQ4_0Avx512, GemmQ4_KAvx512, GemmQ6_KAvx512};
+                             GemmQ8_0Avx512, GemmQ4_0Avx512, GemmQ4_KAvx512, GemmQ6_KAvx512, GemmF32};
   return t;
 }
 
