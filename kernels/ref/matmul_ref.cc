@@ -361,6 +361,39 @@ void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
   }
 }
 
+size_t ActivationBytesFor(const WeightView& w) {
+  return w.f32_activations ? static_cast<size_t>(w.cols) * 4 : ActivationBytes(w.type, w.cols);
+}
+
+void QuantizeActivationsFor(const WeightView& w, const float* x, void* dst) {
+  if (w.f32_activations) {
+    std::memcpy(dst, x, static_cast<size_t>(w.cols) * 4);
+  } else {
+    QuantizeActivations(w.type, x, w.cols, dst);
+  }
+}
+
+void GemmDequantF32(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale) {
+  const int64_t n = w.cols;
+  std::vector<float> row(static_cast<size_t>(n));
+  const TypeTraits& tr = GetTypeTraits(w.type);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* src = w.data + static_cast<size_t>(r) * w.row_bytes;
+    if (w.type == TypeId::kI2_S) {
+      DecodeI2SCodes(src, row.data(), n);
+    } else {
+      tr.dequantize_row(src, row.data(), n);
+    }
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = reinterpret_cast<const float*>(xq + act_stride * static_cast<size_t>(t));
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += row[static_cast<size_t>(i)] * xt[i];
+      y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
+    }
+  }
+}
+
 void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) dst[r - r0] = DotRowRef(w, r, xq);
 }

@@ -30,7 +30,15 @@ struct WeightView {
   size_t row_bytes = 0;   // bytes of one row (I2_S: cols/4; rows share one tensor scale)
   float tensor_scale = 1.0f;  // I2_S per-tensor scale, 1 otherwise
   GemmFn gemm = nullptr;      // kernel bound at load time (null: GemmRef)
+  // Activation precision: false = quantized as llama.cpp does for this weight type (Q8_K, Q8_0,
+  // fp16); true = kept in fp32 against dequantized weights (the "16/32-bit activation" rung the
+  // profiler can choose per layer; GemmDequantF32 implements it).
+  bool f32_activations = false;
 };
+
+// Activation bytes / quantizer / kernel for a bound weight, honouring f32_activations.
+size_t ActivationBytesFor(const WeightView& w);
+void QuantizeActivationsFor(const WeightView& w, const float* x, void* dst);
 
 // Bytes QuantizeActivations writes for one input vector of `cols` elements.
 size_t ActivationBytes(TypeId weight_type, int64_t cols);
@@ -40,6 +48,11 @@ void QuantizeActivations(TypeId weight_type, const float* x, int64_t cols, void*
 void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_t r1);
 // Dot of one row (row index r) with quantized activations.
 float DotRowRef(const WeightView& w, int64_t r, const void* xq);
+
+// GemmFn for f32 activations on any weight type: each row is dequantized to fp32 once and dotted
+// with every token's fp32 activations (sequential fp32 sums). Scale factors as GemmRef.
+void GemmDequantF32(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
 
 // Scalar reference GemmFn: each row is unpacked once and applied to every token; per element the
 // result equals DotRowRef(w, r, x) * w.tensor_scale * scale.

@@ -60,7 +60,35 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
   b.kernel = b.repacked ? std::string(TypeName(file_type)) + " -> " + kname : kname;
   bindings_.push_back(std::move(b));
+  views_.emplace_back(name, w);
   return Status::Ok();
+}
+
+std::vector<std::string> Model::MatrixNames() const {
+  std::vector<std::string> names;
+  for (const auto& v : views_) names.push_back(v.first);
+  return names;
+}
+
+Status Model::SetF32Activations(const std::string& tensor, bool on) {
+  for (auto& [name, w] : views_) {
+    if (name != tensor) continue;
+    if (w->f32_activations == on) return Status::Ok();
+    w->f32_activations = on;
+    w->gemm = on ? kernels::GemmDequantF32 : kernels::SelectGemm(w->type, isa_, variant_, nullptr);
+    for (auto& b : bindings_) {
+      if (b.tensor == tensor) {
+        const std::string suffix = " + f32 activations";
+        if (on) {
+          b.kernel += suffix;
+        } else if (b.kernel.size() > suffix.size()) {
+          b.kernel.resize(b.kernel.size() - suffix.size());
+        }
+      }
+    }
+    return Status::Ok();
+  }
+  return InvalidArgument("no weight matrix named '" + tensor + "'");
 }
 
 Status Model::Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out) {
@@ -74,6 +102,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   const ModelConfig& c = m->config_;
   TRINE_RETURN_IF_ERROR(kernels::ActiveIsaStatus());
   m->isa_ = kernels::ActiveIsa();
+  m->variant_ = options.ternary_variant;
   if (m->vocab_.size() > c.n_vocab) {
     return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_.size()) +
                        " tokens but token_embd.weight has only " + std::to_string(c.n_vocab) + " rows");
@@ -126,6 +155,9 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     if (options.progress && !options.progress(static_cast<float>(l + 1) / static_cast<float>(c.n_layer))) {
       return Status(StatusCode::kCancelled, path + ": load cancelled");
     }
+  }
+  for (const std::string& name : options.f32_activation_tensors) {
+    TRINE_RETURN_IF_ERROR(m->SetF32Activations(name, true));
   }
   *out = std::move(m);
   return Status::Ok();

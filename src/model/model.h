@@ -38,6 +38,10 @@ struct ModelLoadOptions {
   std::function<bool(float)> progress;
   // Ternary kernel strategy (int8 dot or multiplication-free); kDefault picks the ISA's fastest.
   kernels::TernaryVariant ternary_variant = kernels::TernaryVariant::kDefault;
+  // Weights whose matmuls keep fp32 activations (against dequantized weights) instead of the
+  // int8/fp16 activation quantization llama.cpp uses; names as in the file ("blk.3.ffn_down.weight").
+  // This is how a precision plan (trine profile) is applied.
+  std::vector<std::string> f32_activation_tensors;
 };
 
 // What the loader bound to one weight matrix (for `trine inspect --kernels`).
@@ -65,6 +69,12 @@ class Model {
   void EmbedToken(int32_t token, float* dst) const;
 
   kernels::Isa isa() const { return isa_; }
+
+  // Names of the weight matrices the forward pass multiplies by (bound views), in load order.
+  std::vector<std::string> MatrixNames() const;
+  // Switches one weight matrix between quantized and fp32 activations. For profilers: call only
+  // while no context of this model is decoding (a model is otherwise immutable and shareable).
+  Status SetF32Activations(const std::string& tensor, bool on);
   const std::vector<KernelBinding>& bindings() const { return bindings_; }
 
  private:
@@ -78,7 +88,9 @@ class Model {
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;
   kernels::Isa isa_ = kernels::Isa::kRef;
+  kernels::TernaryVariant variant_ = kernels::TernaryVariant::kDefault;
   std::vector<KernelBinding> bindings_;
+  std::vector<std::pair<std::string, kernels::WeightView*>> views_;  // into layers_ / output_
   std::vector<std::vector<uint8_t>> repacked_;  // owned TQ2_0 copies of TQ1_0 / I2_S weights
 
   Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant);

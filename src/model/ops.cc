@@ -20,12 +20,12 @@ void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, 
 
 void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
             int n_threads, float scale) {
-  const size_t act_bytes = kernels::ActivationBytes(w.type, w.cols);
+  const size_t act_bytes = kernels::ActivationBytesFor(w);
   if (act->size() < act_bytes * static_cast<size_t>(n_tokens)) act->resize(act_bytes * static_cast<size_t>(n_tokens));
   uint8_t* a = act->data();
 #pragma omp parallel for num_threads(n_threads) schedule(static)
   for (int t = 0; t < n_tokens; ++t) {
-    kernels::QuantizeActivations(w.type, x + static_cast<int64_t>(t) * w.cols, w.cols, a + act_bytes * static_cast<size_t>(t));
+    kernels::QuantizeActivationsFor(w, x + static_cast<int64_t>(t) * w.cols, a + act_bytes * static_cast<size_t>(t));
   }
   // Rows in chunks; each output element is computed by exactly one thread.
   const int64_t chunk = 16;
