@@ -508,13 +508,18 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
     cp.n_ctx = params->n_ctx;
     cp.n_batch = params->n_batch;
     cp.n_threads = params->n_threads;
-    switch (params->kv_type) {
-      case TRINE_KV_F16: cp.kv_type = trine::KvType::kF16; break;
-      case TRINE_KV_F32: cp.kv_type = trine::KvType::kF32; break;
-      default:
-        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is not TRINE_KV_F16 or TRINE_KV_F32", fn,
-                  static_cast<int>(params->kv_type));
-        return nullptr;
+    // Read as an integer: C callers may store any int there, and loading a value outside the
+    // enumerators through the C++ enum type would be undefined.
+    static_assert(sizeof(params->kv_type) == sizeof(int32_t), "trine_kv_type is int-sized in C and C++");
+    int32_t kv_type = 0;
+    std::memcpy(&kv_type, &params->kv_type, sizeof(kv_type));
+    if (kv_type == TRINE_KV_F16) {
+      cp.kv_type = trine::KvType::kF16;
+    } else if (kv_type == TRINE_KV_F32) {
+      cp.kv_type = trine::KvType::kF32;
+    } else {
+      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is not TRINE_KV_F16 or TRINE_KV_F32", fn, kv_type);
+      return nullptr;
     }
     const trine::Model& m = *model->state->model;
     if (cp.n_ctx > m.config().n_ctx_train) {

@@ -372,7 +372,11 @@ TEST(CApi, ContextErrors) {
       {"n_batch 0", [](trine_context_params* p) { p->n_batch = 0; }},
       {"n_threads -1", [](trine_context_params* p) { p->n_threads = -1; }},
       {"n_threads 5000", [](trine_context_params* p) { p->n_threads = 5000; }},
-      {"kv_type 7", [](trine_context_params* p) { p->kv_type = static_cast<trine_kv_type>(7); }},
+      {"kv_type 7",  // as a C caller could store it
+       [](trine_context_params* p) {
+         const int32_t seven = 7;
+         std::memcpy(&p->kv_type, &seven, sizeof(seven));
+       }},
   };
   for (const auto& [name, edit] : bad) {
     SCOPED_TRACE(name);

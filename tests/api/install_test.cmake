@@ -5,7 +5,9 @@
 #   3. CMake:      trine::trine_static (libtrine.a), in the same build as 2
 # All three must print the same text, starting with the bundled model's known greedy story.
 # Usage: cmake -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DC_COMPILER= -DCXX_COMPILER= -DMODEL=
-#        -P install_test.cmake
+#        [-DSANITIZE_FLAGS=-fsanitize=...] -P install_test.cmake
+# SANITIZE_FLAGS (a TRINE_SANITIZE build) are added to the example builds, since a library built
+# with the sanitizers needs their runtime linked into the program.
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER MODEL)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "install_test.cmake: -D${v}=... is required")
@@ -45,15 +47,16 @@ set(ENV{PKG_CONFIG_PATH} ${pc_dir})
 run(${PKG_CONFIG} --cflags --libs trine)
 string(STRIP "${run_out}" pc_flags)
 separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-run(${C_COMPILER} -std=c99 -Wall -Wextra -pedantic -Werror ${SOURCE_DIR}/examples/simple.c ${pc_flags}
-    -o ${WORK_DIR}/simple_pkgconfig)
+run(${C_COMPILER} -std=c99 -Wall -Wextra -pedantic -Werror ${SANITIZE_FLAGS} ${SOURCE_DIR}/examples/simple.c
+    ${pc_flags} -o ${WORK_DIR}/simple_pkgconfig)
 set(ENV{LD_LIBRARY_PATH} ${lib_dir})
 run(${WORK_DIR}/simple_pkgconfig ${MODEL} "Once upon a time" 32)
 set(text_pkgconfig "${run_out}")
 
 # 2 and 3. CMake package: simple (trine::trine, libtrine.so) and simple-static (trine::trine_static).
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples -B ${WORK_DIR}/build-cmake -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release -DTRINE_EXAMPLE_STATIC=ON)
+    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release -DTRINE_EXAMPLE_STATIC=ON
+    "-DCMAKE_C_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build-cmake)
 find_program(OBJDUMP objdump)
 foreach(kind shared static)
