@@ -9,18 +9,23 @@
 // exactly like their scalar counterparts and -ffp-contract=off forbids fused multiply-adds, so the
 // results equal GemmRef bit for bit.
 //
-// Two loop shapes:
-//  * row lanes (any n_tokens, the decode path): a tile of 8 rows; each row's block is unpacked to
-//    unsigned bytes and dotted with the token's int8 activations (vpdpbusd, or vpmaddubsw +
-//    vpdpwssd where a per-16/32 scale applies), the 8 per-row int32 vectors are reduced together by
+// Loop shapes (measured choices in kernels/README.md):
+//  * Q4_0 / Q8_0, all token counts: 16 rows in the lanes. The 16 quant bytes of each row's block
+//    are transposed 4 bytes at a time (row i in dword lane i), so one vpdpbusd against a broadcast
+//    of 4 activations advances all 16 rows and every lane ends as one (row, block) sum: no
+//    horizontal reduction. Up to 4 tokens reuse the transposed block from registers.
+//  * Q4_K / Q6_K below kTokenLaneMin tokens (decode): a tile of 8 rows; each row's block is
+//    unpacked to unsigned bytes and dotted with the token's activations (vpmaddubsw, then
+//    vpdpwssd against the per-16/32 scales), the 8 per-row int32 vectors are reduced together by
 //    one transpose-add tree, and the float combination runs with one row per lane.
-//  * token lanes (n_tokens >= kTokenLaneMin, the prefill path): activations of 16 tokens are
+//  * Q4_K / Q6_K from kTokenLaneMin tokens (prefill): token lanes. Activations of 16 tokens are
 //    interleaved 4 bytes at a time (a transposed copy made once per call), each weight row is
-//    unpacked once to bytes, and every 4 weights are broadcast against 16 tokens with one vpdpbusd:
-//    no horizontal reductions at all; the float combination runs with one token per lane.
-// Signed weights use the unsigned operand of vpdpbusd through a +bias (Q4_0: nibbles are already
-// w + 8; Q8_0: w ^ 0x80 = w + 128; Q6_K: q = w + 32) and the bias times the activation sum is
-// subtracted in int32, which is exact.
+//    unpacked once to bytes, and every 4 weights are broadcast against 16 tokens with one vpdpbusd;
+//    the float combination runs with one token per lane.
+// Signed weights use the unsigned operand of vpdpbusd / vpmaddubsw through a +bias (Q4_0: nibbles
+// are already w + 8; Q8_0: w ^ 0x80 = w + 128; Q6_K: q = w + 32), and the bias times the
+// activation sum is subtracted in int32, which is exact.
+// Decode is bound by memory: each tile prefetches the next one (PrefetchNext).
 #include <immintrin.h>
 
 #include <cstring>
@@ -34,6 +39,9 @@ namespace trine::kernels {
 namespace {
 
 constexpr int kTileRows = 8;
+// Token count from which the token-lane path is used (below it the row-lane path is faster; see
+// kernels/README.md for the measurement).
+constexpr int kTokenLaneMin = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers.
@@ -47,6 +55,16 @@ inline int TileRows(const WeightView& w, int64_t r, int64_t r1, const uint8_t* r
     rows[i] = w.data + static_cast<size_t>(rr) * w.row_bytes;
   }
   return nr;
+}
+
+// Software prefetch of the next row tile while the current one is computed. A tile's rows are
+// contiguous in memory and a thread's calls walk consecutive tiles, so the weights are one linear
+// stream: each block step prefetches the same number of bytes of the following tile (one tile
+// ahead, into L2; into L1 measured ~10 % slower, two to eight tiles ahead no different). Without
+// it the hardware prefetchers, seeing 8-16 short interleaved row streams, leave decode at
+// ~1/(1/compute + 1/bandwidth) instead of the slower of the two.
+inline void PrefetchNext(const uint8_t* p, size_t n) {
+  for (size_t o = 0; o < n; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
 }
 
 // Byte offsets of the tile's rows from rows[0] (for gathers).
@@ -104,121 +122,139 @@ inline void StoreRows(float* y, __m256 acc, float tensor_scale, float scale, int
 }
 
 // ---------------------------------------------------------------------------------------------
-// Q4_0 x Q8_0.
+// Q4_0 x Q8_0 and Q8_0 x Q8_0.
 
-// The nibbles of a Q4_0 block pair (36 bytes at p; only the first block when `one`), as unsigned
-// bytes in activation order: [block b elements 0..31 | block b+1 elements 0..31].
-inline __m512i UnpackQ4_0Pair(const uint8_t* p, bool one) {
-  // Words: d0 = w0, qs0 = w1..w8, d1 = w9, qs1 = w10..w17.
-  const __m512i idx = _mm512_set_epi16(17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10,  //
-                                       8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
-  const __m512i raw = _mm512_maskz_loadu_epi8(one ? 0x3FFFFull : 0xFFFFFFFFFull, p);
-  const __m512i q = _mm512_permutexvar_epi16(idx, raw);
-  // Lanes 1 and 3 take the high nibbles (elements 16..31).
-  const __m512i hi = _mm512_mask_srli_epi16(q, 0xFF00FF00u, q, 4);
-  return _mm512_and_si512(hi, _mm512_set1_epi8(0x0F));
+// Per call, each token's -bias * (block sum) and fp32 block scales, computed once and shared by
+// all rows.
+struct Q8_0ActInfo {
+  std::vector<int32_t> corr;  // (n_tokens, nb): -bias * sum of the block's activations
+  std::vector<float> d;       // (n_tokens, nb): fp32 block scale
+};
+
+Q8_0ActInfo& GetActInfo() {
+  thread_local Q8_0ActInfo s;
+  return s;
 }
 
-void GemmQ4_0RowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
-                      int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const int64_t nb = w.cols / kQK4_0;
-  constexpr int kTok = 4;  // tokens per pass over the row tile (weights stay in registers)
-  const __m512i eight = _mm512_set1_epi8(8);
-  for (int64_t r = r0; r < r1; r += kTileRows) {
-    const uint8_t* rows[kTileRows];
-    const int nr = TileRows(w, r, r1, rows);
-    const __m256i off = RowOffsets(rows);
-    const __m512i didx = _mm512_inserti64x4(_mm512_castsi256_si512(off),
-                                            _mm256_add_epi32(off, _mm256_set1_epi32(sizeof(BlockQ4_0))), 1);
-    for (int t0 = 0; t0 < n_tokens; t0 += kTok) {
-      const int nt = n_tokens - t0 < kTok ? n_tokens - t0 : kTok;
-      __m256 acc[kTok];
-      for (int t = 0; t < kTok; ++t) acc[t] = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; b += 2) {
-        const bool one = b + 1 == nb;
-        const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ4_0);
-        __m512i wq[kTileRows];
-        for (int i = 0; i < kTileRows; ++i) wq[i] = UnpackQ4_0Pair(rows[i] + boff, one);
-        const __m512i dg = one ? _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0x00FF, didx, rows[0] + boff, 1)
-                               : _mm512_i32gather_epi32(didx, rows[0] + boff, 1);
-        const __m512 dw = HalvesToFloat(dg);
-        for (int t = 0; t < nt; ++t) {
-          const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t)) + b;
-          const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[0].qs));
-          const __m512i av = one ? _mm512_zextsi256_si512(a0)
-                                 : _mm512_inserti64x4(_mm512_castsi256_si512(a0),
-                                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[1].qs)), 1);
-          // Start every sum at -8 * (sum of the activations): the nibbles are w + 8.
-          const __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, av));
-          __m512i s[kTileRows];
-          for (int i = 0; i < kTileRows; ++i) s[i] = _mm512_dpbusd_epi32(init, wq[i], av);
-          const __m512i sums = Reduce8x2(s);
-          const __m256i da16 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(a[0].d))),
-                                                       _mm_set1_epi16(one ? 0 : static_cast<short>(a[1].d)), 1);
-          const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_cvtph_ps(da16)));
-          acc[t] = _mm256_add_ps(acc[t], _mm512_castps512_ps256(p));
-          if (!one) acc[t] = _mm256_add_ps(acc[t], _mm512_extractf32x8_ps(p, 1));
-        }
+void GatherQ8_0ActInfo(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, int bias, Q8_0ActInfo* info) {
+  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
+  if (info->corr.size() < n) info->corr.resize(n);
+  if (info->d.size() < n) info->d.resize(n);
+  const __m512i ones = _mm512_set1_epi8(1);
+  // Reduce8x2 leaves block 2j in lane j and block 2j+1 in lane 8+j.
+  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i doff = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(sizeof(BlockQ8_0)));
+  for (int t = 0; t < n_tokens; ++t) {
+    const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t));
+    int32_t* corr = info->corr.data() + static_cast<size_t>(t) * static_cast<size_t>(nb);
+    float* d = info->d.data() + static_cast<size_t>(t) * static_cast<size_t>(nb);
+    int64_t b = 0;
+    for (; b + 16 <= nb; b += 16) {
+      __m512i s[8];
+      for (int i = 0; i < 8; ++i) {
+        const __m512i v = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 2 * i].qs))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 2 * i + 1].qs)), 1);
+        s[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, v);
       }
-      for (int t = 0; t < nt; ++t) StoreRows(y + static_cast<int64_t>(t0 + t) * ldy + r, acc[t], w.tensor_scale, scale, nr);
+      const __m512i sums = _mm512_permutexvar_epi32(order, Reduce8x2(s));
+      _mm512_storeu_si512(corr + b, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-bias)));
+      // d is the first 2 bytes of each 34-byte block: a 4-byte gather stays inside the blocks.
+      _mm512_storeu_ps(d + b, HalvesToFloat(_mm512_i32gather_epi32(doff, &a[b], 1)));
+    }
+    for (; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int j = 0; j < kQK8_0; ++j) sum += a[b].qs[j];
+      corr[b] = -bias * sum;
+      d[b] = Fp16ToFp32(a[b].d);
     }
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Q8_0 x Q8_0.
-
-inline __m512i LoadQ8_0Pair(const uint8_t* p, bool one) {
-  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-  const __m512i v = one ? _mm512_zextsi256_si512(lo)
-                        : _mm512_inserti64x4(_mm512_castsi256_si512(lo),
-                                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)), 1);
-  return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));  // w + 128, unsigned
+// The 16 bytes at byte offset `off` of 16 rows, transposed: q[k] dword lane i = dword k of row i.
+inline void LoadTransposed16(const uint8_t* const rows[16], size_t off, __m512i q[4]) {
+  // z[g] 128-bit lane L = the 16 bytes of row 4L + g.
+  __m512i z[4];
+  for (int g = 0; g < 4; ++g) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[g] + off)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[4 + g] + off)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[8 + g] + off)), 2);
+    z[g] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[12 + g] + off)), 3);
+  }
+  // 4 x 4 dword transpose inside each 128-bit lane.
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  q[0] = _mm512_unpacklo_epi64(t0, t2);
+  q[1] = _mm512_unpackhi_epi64(t0, t2);
+  q[2] = _mm512_unpacklo_epi64(t1, t3);
+  q[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-void GemmQ8_0RowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
-                      int64_t ldy, int64_t r0, int64_t r1, float scale) {
+// Q4_0 / Q8_0 weights x Q8_0 activations with 16 rows in the lanes; any number of tokens.
+template <bool kQ4>
+void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                  int64_t r0, int64_t r1, float scale) {
+  constexpr size_t kBlockBytes = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
   const int64_t nb = w.cols / kQK8_0;
-  constexpr int kTok = 4;
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t r = r0; r < r1; r += kTileRows) {
-    const uint8_t* rows[kTileRows];
-    const int nr = TileRows(w, r, r1, rows);
-    const __m256i off = RowOffsets(rows);
-    const __m512i didx = _mm512_inserti64x4(_mm512_castsi256_si512(off),
-                                            _mm256_add_epi32(off, _mm256_set1_epi32(sizeof(BlockQ8_0))), 1);
+  Q8_0ActInfo& info = GetActInfo();
+  // The unsigned weights are w + 8 (Q4_0 nibbles) or w ^ 0x80 = w + 128 (Q8_0).
+  GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, kQ4 ? 8 : 128, &info);
+  constexpr int kTok = 4;  // tokens per pass over a block (the transposed weights stay in registers)
+  const __m512i m0f = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int nr = r1 - r < 16 ? static_cast<int>(r1 - r) : 16;
+    const uint8_t* rows[16];
+    alignas(64) int32_t off[16];
+    for (int i = 0; i < 16; ++i) {
+      rows[i] = w.data + static_cast<size_t>(i < nr ? r + i : r1 - 1) * w.row_bytes;
+      off[i] = static_cast<int32_t>(rows[i] - rows[0]);
+    }
+    const __m512i voff = _mm512_load_si512(off);
+    const uint8_t* next = w.data + static_cast<size_t>(r + 16) * w.row_bytes;
+    const __mmask16 store_mask = static_cast<__mmask16>((1u << nr) - 1);
     for (int t0 = 0; t0 < n_tokens; t0 += kTok) {
       const int nt = n_tokens - t0 < kTok ? n_tokens - t0 : kTok;
-      __m256 acc[kTok];
-      for (int t = 0; t < kTok; ++t) acc[t] = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; b += 2) {
-        const bool one = b + 1 == nb;
-        const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ8_0);
-        __m512i wq[kTileRows];
-        for (int i = 0; i < kTileRows; ++i) wq[i] = LoadQ8_0Pair(rows[i] + boff, one);
-        const __m512i dg = one ? _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0x00FF, didx, rows[0] + boff, 1)
-                               : _mm512_i32gather_epi32(didx, rows[0] + boff, 1);
-        const __m512 dw = HalvesToFloat(dg);
+      __m512 acc[kTok];
+      for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t qoff = static_cast<size_t>(b) * kBlockBytes + 2;
+        if (t0 == 0) PrefetchNext(next + 16 * (qoff - 2), 16 * kBlockBytes);
+        // lo[k]: elements 4k..4k+3 of the 16 rows; hi[k]: elements 16+4k..16+4k+3.
+        __m512i lo[4], hi[4];
+        LoadTransposed16(rows, qoff, lo);
+        if constexpr (kQ4) {
+          for (int k = 0; k < 4; ++k) {
+            hi[k] = _mm512_and_si512(_mm512_srli_epi16(lo[k], 4), m0f);
+            lo[k] = _mm512_and_si512(lo[k], m0f);
+          }
+        } else {
+          LoadTransposed16(rows, qoff + 16, hi);
+          for (int k = 0; k < 4; ++k) {
+            lo[k] = _mm512_xor_si512(lo[k], flip);
+            hi[k] = _mm512_xor_si512(hi[k], flip);
+          }
+        }
+        const __m512 dw = HalvesToFloat(_mm512_i32gather_epi32(voff, rows[0] + qoff - 2, 1));
         for (int t = 0; t < nt; ++t) {
           const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t)) + b;
-          const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[0].qs));
-          const __m512i av = one ? _mm512_zextsi256_si512(a0)
-                                 : _mm512_inserti64x4(_mm512_castsi256_si512(a0),
-                                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[1].qs)), 1);
-          const __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, av));
-          __m512i s[kTileRows];
-          for (int i = 0; i < kTileRows; ++i) s[i] = _mm512_dpbusd_epi32(init, wq[i], av);
-          const __m512i sums = Reduce8x2(s);
-          const __m256i da16 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(a[0].d))),
-                                                       _mm_set1_epi16(one ? 0 : static_cast<short>(a[1].d)), 1);
-          const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_cvtph_ps(da16)));
-          acc[t] = _mm256_add_ps(acc[t], _mm512_castps512_ps256(p));
-          if (!one) acc[t] = _mm256_add_ps(acc[t], _mm512_extractf32x8_ps(p, 1));
+          const size_t k0 = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b);
+          __m512i s = _mm512_set1_epi32(info.corr[k0]);
+          for (int k = 0; k < 4; ++k) {
+            int32_t a_lo, a_hi;
+            std::memcpy(&a_lo, a->qs + 4 * k, 4);
+            std::memcpy(&a_hi, a->qs + 16 + 4 * k, 4);
+            s = _mm512_dpbusd_epi32(s, lo[k], _mm512_set1_epi32(a_lo));
+            s = _mm512_dpbusd_epi32(s, hi[k], _mm512_set1_epi32(a_hi));
+          }
+          // Reference order: sumi * (d_w * d_a).
+          acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(info.d[k0]))));
         }
       }
-      for (int t = 0; t < nt; ++t) StoreRows(y + static_cast<int64_t>(t0 + t) * ldy + r, acc[t], w.tensor_scale, scale, nr);
+      for (int t = 0; t < nt; ++t) {
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(acc[t], _mm512_set1_ps(w.tensor_scale)), _mm512_set1_ps(scale));
+        _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + r, store_mask, v);
+      }
     }
   }
 }
@@ -276,6 +312,7 @@ void GemmQ6_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride,
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
     const __m256i off = RowOffsets(rows);
+    const uint8_t* next = w.data + static_cast<size_t>(r + kTileRows) * w.row_bytes;
     for (int t = 0; t < n_tokens; ++t) {
       const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
       __m256 acc = _mm256_setzero_ps();
@@ -284,6 +321,7 @@ void GemmQ6_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride,
         for (int v = 0; v < 4; ++v) av[v] = _mm512_loadu_si512(a[b].qs + 64 * v);
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums));
         const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ6_K);
+        PrefetchNext(next + kTileRows * boff, kTileRows * sizeof(BlockQ6_K));
         __m512i s[kTileRows];
         for (int i = 0; i < kTileRows; ++i) {
           s[i] = DotQ6_KBlock(reinterpret_cast<const BlockQ6_K*>(rows[i] + boff), av, bs, sidx);
@@ -379,6 +417,241 @@ void GemmQ4_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride,
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Token lanes (the prefill path): one int32/float lane per token, weights broadcast 4 at a time.
+
+constexpr int kGroup = 16;  // tokens per group
+
+// Per-thread grow-only scratch: the GemmFn contract has no workspace, and OpenMP's threads persist,
+// so each thread allocates once instead of on every call (large blocks would be mmap'ed and
+// page-faulted afresh each time).
+struct TokenLaneScratch {
+  std::vector<int8_t> act;    // (n_groups, cols / 4, 16 tokens, 4 bytes): transposed activations
+  std::vector<int32_t> isum;  // (n_groups, n_blocks, k, 16 tokens): per-block activation sums
+  std::vector<float> dact;    // (n_groups, n_blocks, 16 tokens): activation block scales
+  std::vector<uint8_t> w;     // (8 rows, cols): unpacked unsigned weight bytes, activation order
+  std::vector<int32_t> wsc;   // (8 rows, n_blocks, k): per-group integer scales (K-quants)
+  std::vector<float> wd;      // (8 rows, n_blocks, 2): weight block scales (d, dmin)
+};
+
+TokenLaneScratch& GetScratch() {
+  thread_local TokenLaneScratch s;
+  return s;
+}
+
+template <typename T>
+T* Grow(std::vector<T>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
+
+// out[k] lane j = dword k of r[j] (16 x 16 transpose of 32-bit elements).
+inline void Transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // s[4i + c], 128-bit lane L = column 4L + c of rows 4i..4i+3.
+  __m512i s[16];
+  for (int i = 0; i < 16; i += 4) {
+    s[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    s[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    s[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    s[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i a = _mm512_shuffle_i64x2(s[c], s[4 + c], 0x88);
+    const __m512i b = _mm512_shuffle_i64x2(s[8 + c], s[12 + c], 0x88);
+    const __m512i e = _mm512_shuffle_i64x2(s[c], s[4 + c], 0xDD);
+    const __m512i f = _mm512_shuffle_i64x2(s[8 + c], s[12 + c], 0xDD);
+    r[c] = _mm512_shuffle_i64x2(a, b, 0x88);
+    r[8 + c] = _mm512_shuffle_i64x2(a, b, 0xDD);
+    r[4 + c] = _mm512_shuffle_i64x2(e, f, 0x88);
+    r[12 + c] = _mm512_shuffle_i64x2(e, f, 0xDD);
+  }
+}
+
+// Stores rows [r, r + nr) x tokens [t0, t0 + nt) of the 8 per-row token vectors.
+inline void StoreTokenLanes(const __m512 acc[kTileRows], float* y, int64_t ldy, int64_t r, int nr, int t0, int nt,
+                            float tensor_scale, float scale) {
+  alignas(64) float v[kGroup];
+  for (int i = 0; i < nr; ++i) {
+    _mm512_store_ps(v, _mm512_mul_ps(_mm512_mul_ps(acc[i], _mm512_set1_ps(tensor_scale)), _mm512_set1_ps(scale)));
+    for (int j = 0; j < nt; ++j) y[static_cast<int64_t>(t0 + j) * ldy + r + i] = v[j];
+  }
+}
+
+// Q8_K activations of all tokens, transposed per group of 16; isum holds the 16 bsums per block
+// (int32, token lanes) and dact the block scales.
+void TransposeQ8_KActs(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, TokenLaneScratch* sc) {
+  const int n_groups = (n_tokens + kGroup - 1) / kGroup;
+  int8_t* act = Grow(&sc->act, static_cast<size_t>(n_groups * nb) * kQK_K * kGroup);
+  int32_t* isum = Grow(&sc->isum, static_cast<size_t>(n_groups * nb) * 16 * kGroup);
+  float* dact = Grow(&sc->dact, static_cast<size_t>(n_groups * nb) * kGroup);
+  for (int g = 0; g < n_groups; ++g) {
+    const int nt = n_tokens - g * kGroup < kGroup ? n_tokens - g * kGroup : kGroup;
+    const BlockQ8_K* a[kGroup];
+    for (int j = 0; j < kGroup; ++j) {
+      a[j] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(g * kGroup + (j < nt ? j : 0)));
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t base = static_cast<size_t>(g * nb + b);
+      __m512i r[16];
+      for (int u = 0; u < 4; ++u) {
+        for (int j = 0; j < kGroup; ++j) r[j] = j < nt ? _mm512_loadu_si512(a[j][b].qs + 64 * u) : _mm512_setzero_si512();
+        Transpose16(r);
+        for (int k = 0; k < 16; ++k) _mm512_storeu_si512(act + (base * 64 + static_cast<size_t>(16 * u + k)) * 64, r[k]);
+      }
+      for (int j = 0; j < kGroup; ++j) {
+        r[j] = j < nt ? _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j][b].bsums)))
+                      : _mm512_setzero_si512();
+      }
+      Transpose16(r);
+      for (int k = 0; k < 16; ++k) _mm512_storeu_si512(isum + (base * 16 + static_cast<size_t>(k)) * kGroup, r[k]);
+      for (int j = 0; j < kGroup; ++j) dact[base * kGroup + static_cast<size_t>(j)] = j < nt ? a[j][b].d : 0.0f;
+    }
+  }
+}
+
+// Q6_K x Q8_K, token lanes.
+void GemmQ6_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
+                        int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  const int64_t cols = nb * kQK_K;
+  TokenLaneScratch& sc = GetScratch();
+  TransposeQ8_KActs(xq, act_stride, n_tokens, nb, &sc);
+  uint8_t* wb = Grow(&sc.w, static_cast<size_t>(kTileRows * cols));
+  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));
+  float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb));
+  const int n_groups = (n_tokens + kGroup - 1) / kGroup;
+  for (int64_t r = r0; r < r1; r += kTileRows) {
+    const uint8_t* rows[kTileRows];
+    const int nr = TileRows(w, r, r1, rows);
+    for (int i = 0; i < kTileRows; ++i) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(rows[i] + static_cast<size_t>(b) * sizeof(BlockQ6_K));
+        __m512i q[4];
+        UnpackQ6_K(blk, q);
+        uint8_t* dst = wb + static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(b) * kQK_K;
+        for (int v = 0; v < 4; ++v) _mm512_storeu_si512(dst + 64 * v, q[v]);
+        _mm512_storeu_si512(ws + (i * nb + b) * 16, _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales))));
+        wd[i * nb + b] = Fp16ToFp32(blk->d);
+      }
+    }
+    for (int g = 0; g < n_groups; ++g) {
+      const int nt = n_tokens - g * kGroup < kGroup ? n_tokens - g * kGroup : kGroup;
+      __m512 acc[kTileRows];
+      for (int i = 0; i < kTileRows; ++i) acc[i] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t base = static_cast<size_t>(g * nb + b);
+        const int8_t* av = sc.act.data() + base * 64 * 64;
+        __m512i blk[kTileRows];
+        for (int i = 0; i < kTileRows; ++i) blk[i] = _mm512_setzero_si512();
+        for (int j = 0; j < 16; ++j) {
+          // Start each 16-element group at -32 * bsum_j: q = w + 32.
+          const __m512i init = _mm512_slli_epi32(
+              _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(sc.isum.data() + (base * 16 + static_cast<size_t>(j)) * kGroup)), 5);
+          __m512i s[kTileRows];
+          for (int i = 0; i < kTileRows; ++i) s[i] = init;
+          for (int k = 0; k < 4; ++k) {
+            const __m512i a = _mm512_loadu_si512(av + 64 * (4 * j + k));
+            for (int i = 0; i < kTileRows; ++i) {
+              int32_t q4;
+              std::memcpy(&q4, wb + static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(b) * kQK_K + 16 * j + 4 * k, 4);
+              s[i] = _mm512_dpbusd_epi32(s[i], _mm512_set1_epi32(q4), a);
+            }
+          }
+          for (int i = 0; i < kTileRows; ++i) {
+            blk[i] = _mm512_add_epi32(blk[i], _mm512_mullo_epi32(s[i], _mm512_set1_epi32(ws[(i * nb + b) * 16 + j])));
+          }
+        }
+        const __m512 da = _mm512_loadu_ps(sc.dact.data() + base * kGroup);
+        for (int i = 0; i < kTileRows; ++i) {
+          // Reference order: (d_w * d_a) * sumi.
+          acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(wd[i * nb + b]), da), _mm512_cvtepi32_ps(blk[i])));
+        }
+      }
+      StoreTokenLanes(acc, y, ldy, r, nr, g * kGroup, nt, w.tensor_scale, scale);
+    }
+  }
+}
+
+// Q4_K x Q8_K, token lanes.
+void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
+                        int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  const int64_t cols = nb * kQK_K;
+  TokenLaneScratch& sc = GetScratch();
+  TransposeQ8_KActs(xq, act_stride, n_tokens, nb, &sc);
+  uint8_t* wb = Grow(&sc.w, static_cast<size_t>(kTileRows * cols));
+  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));  // 8 scales then 8 mins
+  float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb * 2));       // d, dmin
+  const int n_groups = (n_tokens + kGroup - 1) / kGroup;
+  const __m512i m0f = _mm512_set1_epi8(0x0F);
+  for (int64_t r = r0; r < r1; r += kTileRows) {
+    const uint8_t* rows[kTileRows];
+    const int nr = TileRows(w, r, r1, rows);
+    for (int i = 0; i < kTileRows; ++i) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(rows[i] + static_cast<size_t>(b) * sizeof(BlockQ4_K));
+        uint8_t* dst = wb + static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(b) * kQK_K;
+        for (int p = 0; p < 4; ++p) {
+          const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * p)));
+          _mm512_storeu_si512(dst + 64 * p, _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4), m0f));
+        }
+        _mm512_storeu_si512(ws + (i * nb + b) * 16, _mm512_cvtepu8_epi32(Q4_KScalesMins(blk->scales)));
+        wd[(i * nb + b) * 2] = Fp16ToFp32(blk->d);
+        wd[(i * nb + b) * 2 + 1] = Fp16ToFp32(blk->dmin);
+      }
+    }
+    for (int g = 0; g < n_groups; ++g) {
+      const int nt = n_tokens - g * kGroup < kGroup ? n_tokens - g * kGroup : kGroup;
+      __m512 acc[kTileRows];
+      for (int i = 0; i < kTileRows; ++i) acc[i] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t base = static_cast<size_t>(g * nb + b);
+        const int8_t* av = sc.act.data() + base * 64 * 64;
+        const int32_t* bs = sc.isum.data() + base * 16 * kGroup;
+        __m512i sumi[kTileRows];
+        for (int i = 0; i < kTileRows; ++i) sumi[i] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+          __m512i s[kTileRows];
+          for (int i = 0; i < kTileRows; ++i) s[i] = _mm512_setzero_si512();
+          for (int k = 0; k < 8; ++k) {
+            const __m512i a = _mm512_loadu_si512(av + 64 * (8 * j + k));
+            for (int i = 0; i < kTileRows; ++i) {
+              int32_t q4;
+              std::memcpy(&q4, wb + static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(b) * kQK_K + 32 * j + 4 * k, 4);
+              s[i] = _mm512_dpbusd_epi32(s[i], _mm512_set1_epi32(q4), a);
+            }
+          }
+          for (int i = 0; i < kTileRows; ++i) {
+            sumi[i] = _mm512_add_epi32(sumi[i], _mm512_mullo_epi32(s[i], _mm512_set1_epi32(ws[(i * nb + b) * 16 + j])));
+          }
+        }
+        __m512i summ[kTileRows];
+        for (int i = 0; i < kTileRows; ++i) summ[i] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+          const __m512i pair = _mm512_add_epi32(_mm512_loadu_si512(bs + (2 * j) * kGroup), _mm512_loadu_si512(bs + (2 * j + 1) * kGroup));
+          for (int i = 0; i < kTileRows; ++i) {
+            summ[i] = _mm512_add_epi32(summ[i], _mm512_mullo_epi32(pair, _mm512_set1_epi32(ws[(i * nb + b) * 16 + 8 + j])));
+          }
+        }
+        const __m512 da = _mm512_loadu_ps(sc.dact.data() + base * kGroup);
+        for (int i = 0; i < kTileRows; ++i) {
+          const __m512 d = _mm512_mul_ps(_mm512_set1_ps(wd[(i * nb + b) * 2]), da);
+          const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(wd[(i * nb + b) * 2 + 1]), da);
+          // Reference order: acc += d * sumi - dmin * summ.
+          acc[i] = _mm512_add_ps(acc[i], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[i])),
+                                                       _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[i]))));
+        }
+      }
+      StoreTokenLanes(acc, y, ldy, r, nr, g * kGroup, nt, w.tensor_scale, scale);
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -386,22 +659,30 @@ void GemmQ4_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride,
 
 void GemmQ4_0Avx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  GemmQ4_0RowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  GemmQ0Rows16<true>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }
 
 void GemmQ8_0Avx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  GemmQ8_0RowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  GemmQ0Rows16<false>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }
 
 void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  GemmQ4_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  if (n_tokens >= kTokenLaneMin) {
+    GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else {
+    GemmQ4_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  }
 }
 
 void GemmQ6_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  GemmQ6_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  if (n_tokens >= kTokenLaneMin) {
+    GemmQ6_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else {
+    GemmQ6_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  }
 }
 
 }  // namespace trine::kernels
