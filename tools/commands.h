@@ -12,5 +12,7 @@ int RunPerplexity(int argc, char** argv);
 int RunChat(int argc, char** argv);
 int RunMkmodel(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunProfile(int argc, char** argv);
+int RunReport(int argc, char** argv);
 
 }  // namespace trine::cli

@@ -24,6 +24,8 @@ const Command kCommands[] = {
     {"chat", trine::cli::RunChat, "interactive chat with the model's template"},
     {"perplexity", trine::cli::RunPerplexity, "measure perplexity on a text file"},
     {"bench", trine::cli::RunBench, "prompt and generation speed, llama-bench style (tok/s, GB/s)"},
+    {"profile", trine::cli::RunProfile, "profile layers, plan activation precision and placement (cached)"},
+    {"report", trine::cli::RunReport, "render a profile report (report.html) and table"},
     {"mkmodel", trine::cli::RunMkmodel, "write a random-weight GGUF with a real model's shapes"},
 };
 

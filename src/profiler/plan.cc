@@ -1,0 +1,311 @@
+// Plan JSON, content hash, plan cache paths, machine facts and applying a plan to a model.
+#include "profiler/plan.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels.h"
+
+namespace trine::profiler {
+
+using nlohmann::json;
+
+json PlanToJson(const Plan& p) {
+  json j;
+  j["schema"] = kPlanSchema;
+  j["version"] = p.version;
+  j["trine_version"] = p.trine_version;
+  j["model"] = {{"path", p.model_path}, {"file_size", p.file_size}, {"hash", p.model_hash}, {"hash_method", p.hash_method}};
+  j["machine"] = {{"isa", p.isa}, {"ram_bytes", p.ram_bytes}, {"n_threads", p.n_threads}};
+  j["key"] = {{"mem_budget", p.key.mem_budget}, {"max_kl", p.key.max_kl}, {"samples", p.key.samples},
+              {"seed", p.key.seed},             {"n_ctx", p.key.n_ctx},   {"kv_type", p.key.kv_type}};
+  j["tensors"] = p.tensors;
+  json layers = json::array();
+  for (const PlanUnit& u : p.units) {
+    layers.push_back({{"unit", u.unit},
+                      {"layer", u.layer},
+                      {"tensors", u.tensors},
+                      {"precision", u.precision},
+                      {"placement", u.placement},
+                      {"weight_bytes", u.weight_bytes},
+                      {"kl_int8", u.kl_int8},
+                      {"kl_half", {u.kl_half[0], u.kl_half[1]}},
+                      {"act_norm", u.act_norm},
+                      {"ms_fp32", u.ms_fp32},
+                      {"ms_int8", u.ms_int8}});
+  }
+  j["layers"] = layers;
+  const PlanMemory& m = p.memory;
+  j["memory"] = {{"budget", m.budget},   {"weights", m.weights},       {"kv", m.kv},
+                 {"activations", m.activations}, {"buffers", m.buffers}, {"resident", m.resident},
+                 {"page_cache", m.page_cache}, {"streamed", m.streamed}};
+  j["prediction"] = {{"tok_s", p.pred_tok_s}, {"kl", p.pred_kl}, {"tok_s_all_fp32", p.pred_tok_s_fp32},
+                     {"tok_s_all_int8", p.pred_tok_s_int8}};
+  j["profile"] = {{"samples", p.samples},
+                  {"tokens_per_sample", p.tokens_per_sample},
+                  {"seconds", p.profile_seconds},
+                  {"kl_all_int8", p.kl_all_int8},
+                  {"kl_all_fp32", p.kl_all_fp32},
+                  {"kl_plan", p.kl_plan},
+                  {"split_half_spearman", p.spearman},
+                  {"split_half_topk_overlap", p.topk_overlap}};
+  if (p.measured_tok_s >= 0) {
+    j["measured"] = {{"tok_s", p.measured_tok_s},
+                     {"tok_s_all_fp32", p.measured_tok_s_fp32},
+                     {"ppl_plan", p.ppl_plan},
+                     {"ppl_fp32", p.ppl_fp32}};
+  }
+  return j;
+}
+
+Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
+  if (!j.is_object()) return InvalidFile(what + ": not a plan (expected a JSON object)");
+  if (!j.contains("schema") || !j["schema"].is_string() || j["schema"].get<std::string>() != kPlanSchema) {
+    return InvalidFile(what + ": not a trine plan (schema is not \"" + std::string(kPlanSchema) + "\")");
+  }
+  if (!j.contains("version") || !j["version"].is_number_integer()) return InvalidFile(what + ": plan has no version");
+  const int version = j["version"].get<int>();
+  if (version > kPlanVersion) {
+    return InvalidFile(what + ": plan version " + std::to_string(version) + " is newer than this trine supports (" +
+                       std::to_string(kPlanVersion) + "); re-run trine profile");
+  }
+  if (version < 1) return InvalidFile(what + ": bad plan version " + std::to_string(version));
+  try {
+    Plan p;
+    p.version = version;
+    p.trine_version = j.at("trine_version").get<std::string>();
+    const json& m = j.at("model");
+    p.model_path = m.value("path", "");
+    p.file_size = m.at("file_size").get<uint64_t>();
+    p.model_hash = m.at("hash").get<std::string>();
+    p.hash_method = m.value("hash_method", "");
+    const json& mc = j.at("machine");
+    p.isa = mc.at("isa").get<std::string>();
+    p.ram_bytes = mc.at("ram_bytes").get<uint64_t>();
+    p.n_threads = mc.value("n_threads", 1);
+    const json& k = j.at("key");
+    p.key.mem_budget = k.at("mem_budget").get<uint64_t>();
+    p.key.max_kl = k.at("max_kl").get<double>();
+    p.key.samples = k.at("samples").get<int>();
+    p.key.seed = k.at("seed").get<uint64_t>();
+    p.key.n_ctx = k.at("n_ctx").get<int>();
+    p.key.kv_type = k.at("kv_type").get<std::string>();
+    p.tensors = j.at("tensors").get<std::map<std::string, std::string>>();
+    for (const auto& [name, prec] : p.tensors) {
+      if (prec != "int8" && prec != "fp32") return InvalidFile(what + ": tensor " + name + " has precision '" + prec + "'");
+    }
+    for (const json& l : j.at("layers")) {
+      PlanUnit u;
+      u.unit = l.at("unit").get<std::string>();
+      u.layer = l.at("layer").get<int>();
+      u.tensors = l.value("tensors", std::vector<std::string>{});
+      u.precision = l.at("precision").get<std::string>();
+      u.placement = l.at("placement").get<std::string>();
+      if (u.placement != "resident" && u.placement != "page_cache" && u.placement != "streamed") {
+        return InvalidFile(what + ": layer " + u.unit + " has placement '" + u.placement + "'");
+      }
+      u.weight_bytes = l.value("weight_bytes", uint64_t{0});
+      u.kl_int8 = l.value("kl_int8", 0.0);
+      if (l.contains("kl_half") && l["kl_half"].is_array() && l["kl_half"].size() == 2) {
+        u.kl_half[0] = l["kl_half"][0].get<double>();
+        u.kl_half[1] = l["kl_half"][1].get<double>();
+      }
+      u.act_norm = l.value("act_norm", 0.0);
+      u.ms_fp32 = l.value("ms_fp32", 0.0);
+      u.ms_int8 = l.value("ms_int8", 0.0);
+      p.units.push_back(std::move(u));
+    }
+    const json& mem = j.at("memory");
+    p.memory.budget = mem.value("budget", uint64_t{0});
+    p.memory.weights = mem.value("weights", uint64_t{0});
+    p.memory.kv = mem.value("kv", uint64_t{0});
+    p.memory.activations = mem.value("activations", uint64_t{0});
+    p.memory.buffers = mem.value("buffers", uint64_t{0});
+    p.memory.resident = mem.value("resident", uint64_t{0});
+    p.memory.page_cache = mem.value("page_cache", uint64_t{0});
+    p.memory.streamed = mem.value("streamed", uint64_t{0});
+    const json& pr = j.at("prediction");
+    p.pred_tok_s = pr.value("tok_s", 0.0);
+    p.pred_kl = pr.value("kl", 0.0);
+    p.pred_tok_s_fp32 = pr.value("tok_s_all_fp32", 0.0);
+    p.pred_tok_s_int8 = pr.value("tok_s_all_int8", 0.0);
+    if (j.contains("profile")) {
+      const json& pf = j["profile"];
+      p.samples = pf.value("samples", 0);
+      p.tokens_per_sample = pf.value("tokens_per_sample", 0);
+      p.profile_seconds = pf.value("seconds", 0.0);
+      p.kl_all_int8 = pf.value("kl_all_int8", 0.0);
+      p.kl_all_fp32 = pf.value("kl_all_fp32", 0.0);
+      p.kl_plan = pf.value("kl_plan", -1.0);
+      p.spearman = pf.value("split_half_spearman", 0.0);
+      p.topk_overlap = pf.value("split_half_topk_overlap", 0.0);
+    }
+    if (j.contains("measured")) {
+      p.measured_tok_s = j["measured"].value("tok_s", -1.0);
+      p.measured_tok_s_fp32 = j["measured"].value("tok_s_all_fp32", -1.0);
+      p.ppl_plan = j["measured"].value("ppl_plan", -1.0);
+      p.ppl_fp32 = j["measured"].value("ppl_fp32", -1.0);
+    }
+    *out = std::move(p);
+  } catch (const json::exception& e) {
+    return InvalidFile(what + ": malformed plan: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status WritePlanFile(const Plan& plan, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
+    f << PlanToJson(plan).dump(2) << "\n";
+    if (!f) return IoError("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return IoError("cannot write " + path);
+  }
+  return Status::Ok();
+}
+
+Status ReadPlanFile(const std::string& path, Plan* plan) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot open plan " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json j = json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) return InvalidFile(path + ": corrupt plan (not valid JSON)");
+  return PlanFromJson(j, path, plan);
+}
+
+std::string ModelContentHash(const GgufFile& file) {
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](uint64_t w) {
+    h ^= w;
+    h *= kPrime;
+  };
+  mix(file.file_size());
+  for (const GgufTensorInfo& t : file.tensors()) {
+    mix(t.n_bytes);
+    const uint8_t* d = t.data;
+    if (d == nullptr) continue;
+    const uint64_t n = t.n_bytes, n8 = n / 8;
+    // Four independent lanes (the multiply chain is the bottleneck), folded at the end.
+    uint64_t lane[4] = {h, h ^ 0x9e3779b97f4a7c15ull, h ^ 0xbf58476d1ce4e5b9ull, h ^ 0x94d049bb133111ebull};
+    uint64_t i = 0;
+    for (; i + 4 <= n8; i += 4) {
+      for (int k = 0; k < 4; ++k) {
+        uint64_t w;
+        std::memcpy(&w, d + (i + static_cast<uint64_t>(k)) * 8, 8);
+        lane[k] = (lane[k] ^ w) * kPrime;
+      }
+    }
+    for (int k = 0; k < 4; ++k) mix(lane[k]);
+    for (; i < n8; ++i) {
+      uint64_t w;
+      std::memcpy(&w, d + i * 8, 8);
+      mix(w);
+    }
+    for (uint64_t b = n8 * 8; b < n; ++b) mix(d[b]);
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string PlanCacheDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  std::string base;
+  if (xdg != nullptr && xdg[0] == '/') {
+    base = xdg;
+  } else {
+    const char* home = std::getenv("HOME");
+    base = std::string(home != nullptr && home[0] != '\0' ? home : "/tmp") + "/.cache";
+  }
+  return base + "/trine/plans";
+}
+
+std::string PlanCachePath(const std::string& model_hash) { return PlanCacheDir() + "/" + model_hash + ".json"; }
+
+bool PlanKeyMatches(const Plan& p, const std::string& model_hash, const std::string& isa, uint64_t ram_bytes,
+                    const PlanKey& k) {
+  return p.model_hash == model_hash && p.isa == isa && p.ram_bytes == ram_bytes && p.trine_version == kTrineVersion &&
+         p.key.mem_budget == k.mem_budget && p.key.max_kl == k.max_kl && p.key.samples == k.samples &&
+         p.key.seed == k.seed && p.key.n_ctx == k.n_ctx && p.key.kv_type == k.kv_type;
+}
+
+std::string MachineIsa() { return kernels::IsaName(kernels::ActiveIsa()); }
+
+namespace {
+uint64_t MeminfoKb(const char* key) {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  const size_t n = std::strlen(key);
+  while (std::getline(f, line)) {
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') {
+      return std::strtoull(line.c_str() + n + 1, nullptr, 10);
+    }
+  }
+  return 0;
+}
+}  // namespace
+
+uint64_t MachineRamBytes() { return MeminfoKb("MemTotal") * 1024; }
+
+uint64_t MachineAvailableBytes() {
+  const uint64_t a = MeminfoKb("MemAvailable") * 1024;
+  return a != 0 ? a : MachineRamBytes() / 2;
+}
+
+Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
+  for (const auto& [name, prec] : plan.tensors) {
+    Status s = model->SetF32Activations(name, prec != "int8");
+    if (!s.ok()) return InvalidArgument("plan does not fit this model: " + s.message());
+  }
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  int advised = 0, locked = 0, lock_failed = 0;
+  for (const PlanUnit& u : plan.units) {
+    if (u.layer < 0) continue;
+    const std::string prefix = "blk." + std::to_string(u.layer) + ".";
+    for (const GgufTensorInfo& t : model->file().tensors()) {
+      if (t.name.rfind(prefix, 0) != 0 || t.data == nullptr || t.n_bytes == 0) continue;
+      // Whole pages inside the tensor only (neighbours may belong to another placement).
+      const uintptr_t b = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+      const uintptr_t e = (reinterpret_cast<uintptr_t>(t.data) + t.n_bytes) / page * page;
+      if (e <= b) continue;
+      void* addr = reinterpret_cast<void*>(b);
+      const size_t len = e - b;
+      const int advice = u.placement == "resident" ? MADV_WILLNEED
+                         : u.placement == "page_cache" ? MADV_NORMAL
+                                                       : MADV_RANDOM;
+      if (::madvise(addr, len, advice) == 0) ++advised;
+      if (u.placement == "resident" && try_mlock) {
+        if (::mlock(addr, len) == 0) {
+          ++locked;
+        } else {
+          ++lock_failed;
+        }
+      }
+    }
+  }
+  if (summary != nullptr) {
+    *summary = std::to_string(plan.tensors.size()) + " tensor precisions set, " + std::to_string(advised) +
+               " ranges advised";
+    if (try_mlock) *summary += ", " + std::to_string(locked) + " locked (" + std::to_string(lock_failed) + " mlock failures)";
+  }
+  return Status::Ok();
+}
+
+}  // namespace trine::profiler

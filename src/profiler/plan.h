@@ -1,0 +1,125 @@
+// Precision/placement plans: what `trine profile` decides, stored as JSON in the plan cache.
+//
+// Plan JSON schema ("schema": "trine.plan", "version": 1). Readers reject another schema name, a
+// version newer than kPlanVersion, and (when checking against a model) another model_hash.
+//
+//   {
+//     "schema": "trine.plan", "version": 1,
+//     "trine_version": "0.1.0",
+//     "model": { "path": str, "file_size": u64, "hash": "16 hex digits",
+//                "hash_method": "fnv1a64-words over all tensor data bytes + file size" },
+//     "machine": { "isa": "avx512"|"avx2"|"ref"|"neon", "ram_bytes": u64, "n_threads": int },
+//     "key": { "mem_budget": u64 bytes (0 = default: MemAvailable when planned; see memory.budget), "max_kl": double, "samples": int, "seed": u64,
+//              "n_ctx": int, "kv_type": "f16"|"f32" }   // with model.hash, machine, trine_version:
+//                                                        // the cache key (all must match to reuse)
+//     "tensors": { "<tensor name>": "int8"|"fp32", ... } // activation precision per weight matrix
+//     "layers": [ { "unit": "blk.0"|"output", "layer": int (-1 = head), "precision": "int8"|"fp32",
+//                   "placement": "resident"|"page_cache"|"streamed", "weight_bytes": u64,
+//                   "kl_int8": double, "kl_half": [double, double], "act_norm": double,
+//                   "ms_fp32": double, "ms_int8": double } ... ]  // ms = per decoded token
+//     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
+//                 "resident": u64, "page_cache": u64, "streamed": u64 },
+//     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
+//                     "tok_s_all_fp32": double, "tok_s_all_int8": double },
+//     "profile": { "samples": int, "tokens_per_sample": int, "seconds": double,
+//                  "kl_all_int8": double, "kl_all_fp32": double (baseline re-run, ~0),
+//                  "kl_plan": double (measured with the plan applied),
+//                  "split_half_spearman": double, "split_half_topk_overlap": double },
+//     "measured": { "tok_s": double, "tok_s_all_fp32": double,   // optional (report runs)
+//                   "ppl_plan": double, "ppl_fp32": double }     // -1 without --ppl-text
+//   }
+//
+// Placement "streamed" is a decision recorded in the plan only: trine does not yet stream weights
+// with pread; such layers are left to the page cache (madvise RANDOM) at apply time.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model.h"
+
+namespace trine::profiler {
+
+inline constexpr const char* kPlanSchema = "trine.plan";
+inline constexpr int kPlanVersion = 1;
+inline constexpr const char* kTrineVersion = "0.1.0";
+
+struct PlanUnit {
+  std::string unit;  // "blk.3" or "output"
+  int layer = -1;
+  std::vector<std::string> tensors;
+  std::string precision = "fp32";  // "int8" | "fp32"
+  std::string placement = "resident";
+  uint64_t weight_bytes = 0;
+  double kl_int8 = 0, kl_half[2] = {0, 0}, act_norm = 0, ms_fp32 = 0, ms_int8 = 0;
+};
+
+struct PlanMemory {
+  uint64_t budget = 0, weights = 0, kv = 0, activations = 0, buffers = 0;
+  uint64_t resident = 0, page_cache = 0, streamed = 0;
+};
+
+struct PlanKey {
+  uint64_t mem_budget = 0;  // 0: the default budget (MemAvailable at planning time)
+  double max_kl = 0.01;
+  int samples = 8;
+  uint64_t seed = 1;
+  int n_ctx = 0;
+  std::string kv_type = "f16";
+};
+
+struct Plan {
+  int version = kPlanVersion;
+  std::string trine_version = kTrineVersion;
+  std::string model_path, model_hash, hash_method;
+  uint64_t file_size = 0;
+  std::string isa;
+  uint64_t ram_bytes = 0;
+  int n_threads = 1;
+  PlanKey key;
+  std::map<std::string, std::string> tensors;
+  std::vector<PlanUnit> units;
+  PlanMemory memory;
+  double pred_tok_s = 0, pred_kl = 0, pred_tok_s_fp32 = 0, pred_tok_s_int8 = 0;
+  int samples = 0, tokens_per_sample = 0;
+  double profile_seconds = 0, kl_all_int8 = 0, kl_all_fp32 = 0, kl_plan = -1;
+  double spearman = 0, topk_overlap = 0;
+  double measured_tok_s = -1, measured_tok_s_fp32 = -1;
+  double ppl_plan = -1, ppl_fp32 = -1;  // with --ppl-text
+};
+
+nlohmann::json PlanToJson(const Plan& plan);
+// Parses and validates the schema/version; errors name `what` (a file path).
+Status PlanFromJson(const nlohmann::json& j, const std::string& what, Plan* plan);
+Status WritePlanFile(const Plan& plan, const std::string& path);
+// kInvalidFile for unreadable/corrupt JSON, a foreign schema or a future version.
+Status ReadPlanFile(const std::string& path, Plan* plan);
+
+// Content hash of a model: 64-bit FNV-1a over 8-byte little-endian words of every tensor's data
+// (in file order, tail bytes one at a time), mixed with each tensor's size and the file size.
+std::string ModelContentHash(const GgufFile& file);
+inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data bytes + file size";
+
+// $XDG_CACHE_HOME/trine/plans (or ~/.cache/trine/plans); created on demand by WritePlanFile.
+std::string PlanCacheDir();
+std::string PlanCachePath(const std::string& model_hash);
+// True when `plan` was made for this model hash, machine, key and trine version.
+bool PlanKeyMatches(const Plan& plan, const std::string& model_hash, const std::string& isa, uint64_t ram_bytes,
+                    const PlanKey& key);
+
+// Machine facts for the key.
+std::string MachineIsa();
+uint64_t MachineRamBytes();       // MemTotal
+uint64_t MachineAvailableBytes();  // MemAvailable (falls back to MemTotal / 2)
+
+// Sets each tensor's activation precision as the plan says (unknown names are errors), and
+// advises the kernel about each layer's placement (resident: MADV_WILLNEED and, with try_mlock,
+// mlock; page_cache: MADV_NORMAL; streamed: MADV_RANDOM). *summary receives a one-line account.
+Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary);
+
+}  // namespace trine::profiler

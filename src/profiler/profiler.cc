@@ -1,0 +1,529 @@
+// Profiler: Monte Carlo samples, per-unit KL / activation norms / timings, and the planner.
+#include "profiler/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "model/ops.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trine::profiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kTexts[] = {
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.",
+    "The sun was shining and the birds were singing. Tom wanted to build a big castle out of sand by the sea.",
+    "One day, a small cat found a shiny red ball under the old tree. The cat was very happy and ran home.",
+    "Mom said, \"It is time for bed.\" Ben did not want to sleep because he wanted to read his new book.",
+};
+
+constexpr const char* kF32Suffix = " + f32 activations";
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::vector<int32_t>> BuildSamples(const Model& model, int n, uint64_t seed) {
+  const ModelConfig& c = model.config();
+  std::mt19937_64 rng(seed);
+  std::unique_ptr<Tokenizer> tok;
+  if (!Tokenizer::Create(model.vocab(), &tok).ok()) tok.reset();
+  const int max_len = std::max(2, std::min(64, c.n_ctx_train > 0 ? c.n_ctx_train : 64));
+  std::vector<std::vector<int32_t>> out;
+  size_t text_i = 0;
+  for (int s = 0; s < n; ++s) {
+    std::vector<int32_t> ids;
+    // Every fourth sample (the 2nd, 6th, ...) is a built-in text; the others are random tokens.
+    if (tok && s % 4 == 1) {
+      std::vector<TokenId> t;
+      if (tok->Tokenize(kTexts[text_i++ % (sizeof(kTexts) / sizeof(kTexts[0]))], true, false, &t).ok()) {
+        ids.assign(t.begin(), t.end());
+      }
+    }
+    if (ids.size() < 2) {
+      const int len = std::min(max_len, 32 + static_cast<int>(rng() % 9));
+      ids.clear();
+      if (model.vocab().bos() >= 0) ids.push_back(model.vocab().bos());
+      while (static_cast<int>(ids.size()) < len) ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.n_vocab)));
+    }
+    if (static_cast<int>(ids.size()) > max_len) ids.resize(static_cast<size_t>(max_len));
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+// The units the planner decides on: one per layer, then the head (every matrix outside blk.*).
+std::vector<PlanUnit> BuildUnits(const Model& model) {
+  const ModelConfig& c = model.config();
+  std::vector<PlanUnit> units(static_cast<size_t>(c.n_layer) + 1);
+  for (int l = 0; l < c.n_layer; ++l) {
+    units[static_cast<size_t>(l)].unit = "blk." + std::to_string(l);
+    units[static_cast<size_t>(l)].layer = l;
+  }
+  units.back().unit = "output";
+  for (const std::string& name : model.MatrixNames()) {
+    size_t u = units.size() - 1;
+    if (name.rfind("blk.", 0) == 0) u = static_cast<size_t>(std::stoi(name.substr(4)));
+    if (u < units.size()) units[u].tensors.push_back(name);
+  }
+  for (PlanUnit& u : units) {
+    for (const std::string& t : u.tensors) {
+      if (const GgufTensorInfo* ti = model.file().FindTensor(t)) u.weight_bytes += ti->n_bytes;
+    }
+  }
+  return units;
+}
+
+Status SetUnitPrecision(Model* model, const PlanUnit& u, bool int8) {
+  for (const std::string& t : u.tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(t, !int8));
+  return Status::Ok();
+}
+
+Status SetAll(Model* model, const std::vector<PlanUnit>& units, bool int8) {
+  for (const PlanUnit& u : units) TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, u, int8));
+  return Status::Ok();
+}
+
+// Restores the activation precisions a model had before profiling.
+class PrecisionGuard {
+ public:
+  explicit PrecisionGuard(Model* m) : m_(m) {
+    for (const KernelBinding& b : m->bindings()) saved_.emplace_back(b.tensor, EndsWith(b.kernel, kF32Suffix));
+  }
+  ~PrecisionGuard() {
+    for (const auto& [t, on] : saved_) (void)m_->SetF32Activations(t, on);
+  }
+  PrecisionGuard(const PrecisionGuard&) = delete;
+  PrecisionGuard& operator=(const PrecisionGuard&) = delete;
+
+ private:
+  Model* m_;
+  std::vector<std::pair<std::string, bool>> saved_;
+};
+
+// Log-softmax of the last `scored` positions of every sample, concatenated.
+struct Evaluator {
+  const Model* model;
+  const std::vector<std::vector<int32_t>>* samples;
+  int scored;
+  std::unique_ptr<Context> ctx;
+
+  Status Init(const ProfileOptions& o) {
+    ContextParams p;
+    size_t max_len = 1;
+    for (const auto& s : *samples) max_len = std::max(max_len, s.size());
+    p.n_ctx = static_cast<int>(max_len);
+    p.n_batch = p.n_ctx;
+    p.n_threads = o.n_threads;
+    p.kv_type = o.kv_type;
+    return Context::Create(*model, p, &ctx);
+  }
+
+  // out[s] = (rows x V) log-probabilities of sample s.
+  Status Run(std::vector<std::vector<float>>* out) {
+    const int V = model->config().n_vocab;
+    out->assign(samples->size(), {});
+    for (size_t s = 0; s < samples->size(); ++s) {
+      const auto& ids = (*samples)[s];
+      ctx->Truncate(0);
+      TRINE_RETURN_IF_ERROR(ctx->Decode(ids.data(), static_cast<int>(ids.size()), true));
+      const int n = static_cast<int>(ids.size());
+      const int first = std::max(0, n - scored);
+      std::vector<float>& lp = (*out)[s];
+      lp.resize(static_cast<size_t>(n - first) * static_cast<size_t>(V));
+      for (int i = first; i < n; ++i) {
+        const float* lg = ctx->logits(i);
+        float* dst = lp.data() + static_cast<size_t>(i - first) * static_cast<size_t>(V);
+        double mx = -INFINITY;
+        for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
+        double sum = 0;
+        for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
+        const double lse = mx + std::log(sum);
+        for (int v = 0; v < V; ++v) dst[v] = static_cast<float>(static_cast<double>(lg[v]) - lse);
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+// Mean KL(p || q) per position of one sample.
+double SampleKl(const std::vector<float>& p, const std::vector<float>& q, int V) {
+  const size_t rows = p.size() / static_cast<size_t>(V);
+  if (rows == 0) return 0;
+  double total = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    double kl = 0;
+    for (int v = 0; v < V; ++v) {
+      const size_t i = r * static_cast<size_t>(V) + static_cast<size_t>(v);
+      const double lp = p[i];
+      kl += std::exp(lp) * (lp - static_cast<double>(q[i]));
+    }
+    total += std::max(0.0, kl);
+  }
+  return total / static_cast<double>(rows);
+}
+
+// Drives the layers one at a time over a KV cache of its own, to time each layer and read the
+// residual stream between layers (the Context does not expose either).
+struct LayerDriver {
+  const Model* m;
+  KvCache kv;
+  ForwardState st;
+  std::vector<float> normed, logits;
+
+  void Init(const Model* model, int n_ctx, int n_threads, KvType type) {
+    m = model;
+    const ModelConfig& c = m->config();
+    kv.type = type;
+    kv.n_ctx = n_ctx;
+    kv.kv_dim = c.n_head_kv * c.head_dim;
+    const size_t elems = static_cast<size_t>(c.n_layer) * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv.kv_dim);
+    if (type == KvType::kF16) {
+      kv.k16.assign(elems, 0);
+      kv.v16.assign(elems, 0);
+    } else {
+      kv.k32.assign(elems, 0.0f);
+      kv.v32.assign(elems, 0.0f);
+    }
+    st.model = m;
+    st.kv = &kv;
+    st.n_threads = n_threads;
+  }
+
+  // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
+  // one more for the head input) and seconds (secs, n_layer + 1 entries: the last is the head).
+  void Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
+    const ModelConfig& c = m->config();
+    const size_t N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
+    const size_t qd = static_cast<size_t>(c.n_head) * static_cast<size_t>(c.head_dim);
+    const size_t kvd = static_cast<size_t>(kv.kv_dim), F = static_cast<size_t>(c.n_ff);
+    st.n_tokens = n;
+    st.n_past = n_past;
+    st.x.resize(N * E);
+    st.xb.resize(N * E);
+    st.q.resize(N * qd);
+    st.k.resize(N * kvd);
+    st.v.resize(N * kvd);
+    st.att.resize(N * qd);
+    st.proj.resize(N * E);
+    st.hb.resize(N * F);
+    st.hb2.resize(N * F);
+    for (int t = 0; t < n; ++t) m->EmbedToken(toks[t], st.x.data() + static_cast<size_t>(t) * E);
+    auto mean_abs = [&]() {
+      double s = 0;
+      for (float v : st.x) s += std::fabs(static_cast<double>(v));
+      return s / static_cast<double>(st.x.size());
+    };
+    const bool bitnet = c.arch != Arch::kLlama;
+    for (int l = 0; l <= c.n_layer; ++l) {
+      if (norm_sum) (*norm_sum)[static_cast<size_t>(l)] += mean_abs();
+      const auto t0 = Clock::now();
+      if (l == c.n_layer) {
+        normed.resize(E);
+        logits.resize(static_cast<size_t>(c.n_vocab));
+        ops::RmsNorm(st.x.data() + (N - 1) * E, m->output_norm().data(), normed.data(), 1, c.n_embd, c.rms_eps);
+        ops::MatMul(m->output(), normed.data(), logits.data(), 1, &st.act, st.n_threads);
+      } else if (bitnet) {
+        BitnetLayer(st, l);
+      } else {
+        LlamaLayer(st, l);
+      }
+      if (secs) (*secs)[static_cast<size_t>(l)] += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  }
+};
+
+}  // namespace
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n < 2) return 1.0;
+  auto ranks = [n](const std::vector<double>& x) {
+    std::vector<size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) { return x[i] < x[j]; });
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j + 1 < n && x[idx[j + 1]] == x[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = (static_cast<double>(i + j) / 2.0) + 1.0;
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / static_cast<double>(n);
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / static_cast<double>(n);
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  if (saa == 0 || sbb == 0) return (saa == sbb) ? 1.0 : 0.0;
+  return sab / std::sqrt(saa * sbb);
+}
+
+double TopKOverlap(const std::vector<double>& a, const std::vector<double>& b, int k) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0 || k <= 0) return 1.0;
+  const size_t kk = std::min(n, static_cast<size_t>(k));
+  auto top = [&](const std::vector<double>& x) {
+    std::vector<size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t i, size_t j) { return x[i] > x[j]; });
+    idx.resize(kk);
+    std::sort(idx.begin(), idx.end());
+    return idx;
+  };
+  const auto ta = top(a), tb = top(b);
+  std::vector<size_t> both;
+  std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(both));
+  return static_cast<double>(both.size()) / static_cast<double>(kk);
+}
+
+Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s) {
+  ContextParams p;
+  p.n_ctx = std::min(std::max(16, model.config().n_ctx_train), n + 8);
+  p.n_threads = n_threads;
+  p.kv_type = kv_type;
+  std::unique_ptr<Context> ctx;
+  TRINE_RETURN_IF_ERROR(Context::Create(model, p, &ctx));
+  int32_t tok = model.vocab().bos() >= 0 ? model.vocab().bos() : 0;
+  TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));  // warm-up
+  const int steps = std::max(1, std::min(n, ctx->n_ctx() - 1));
+  const auto t0 = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    tok = static_cast<int32_t>((tok * 31 + 7) % model.config().n_vocab);
+    TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));
+  }
+  const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  *tok_s = sec > 0 ? steps / sec : 0;
+  return Status::Ok();
+}
+
+Status MeasurePlanKl(Model* model, const ProfileOptions& o, const Plan& plan, double* kl) {
+  PrecisionGuard guard(model);
+  const auto samples = BuildSamples(*model, std::max(1, o.samples), o.seed);
+  Evaluator ev{model, &samples, std::max(1, o.scored_positions), nullptr};
+  TRINE_RETURN_IF_ERROR(ev.Init(o));
+  const std::vector<PlanUnit> units = BuildUnits(*model);
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  std::vector<std::vector<float>> base, cur;
+  TRINE_RETURN_IF_ERROR(ev.Run(&base));
+  for (const auto& [name, prec] : plan.tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(name, prec != "int8"));
+  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+  double sum = 0;
+  for (size_t s = 0; s < samples.size(); ++s) sum += SampleKl(base[s], cur[s], model->config().n_vocab);
+  *kl = sum / static_cast<double>(samples.size());
+  return Status::Ok();
+}
+
+Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
+  if (o.samples < 2) return InvalidArgument("profiling needs at least 2 samples, got " + std::to_string(o.samples));
+  const auto start = Clock::now();
+  PrecisionGuard guard(model);
+  const ModelConfig& c = model->config();
+  const int V = c.n_vocab;
+  auto progress = [&](float f, const std::string& stage) {
+    if (o.progress) o.progress(f, stage);
+  };
+  const auto samples = BuildSamples(*model, o.samples, o.seed);
+  std::vector<PlanUnit> units = BuildUnits(*model);
+  const size_t U = units.size();
+  Evaluator ev{model, &samples, std::max(1, o.scored_positions), nullptr};
+  TRINE_RETURN_IF_ERROR(ev.Init(o));
+  const float total_steps = static_cast<float>(U + 5);  // baseline, units, all int8, norms, timings, plan
+  float step = 0;
+
+  // Baseline: everything with fp32 activations.
+  progress(0, "baseline (fp32 activations)");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  std::vector<std::vector<float>> base, cur;
+  TRINE_RETURN_IF_ERROR(ev.Run(&base));
+  step += 1;
+  plan->kl_all_fp32 = -1;  // not re-run here (the forward pass is deterministic); see MeasurePlanKl
+
+  // One unit at a time in int8.
+  std::vector<std::vector<double>> kl(U, std::vector<double>(samples.size(), 0.0));
+  for (size_t u = 0; u < U; ++u) {
+    progress(step / total_steps, "sensitivity of " + units[u].unit);
+    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], true));
+    TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], false));
+    for (size_t s = 0; s < samples.size(); ++s) kl[u][s] = SampleKl(base[s], cur[s], V);
+    step += 1;
+  }
+  progress(step / total_steps, "all layers int8");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
+  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+  double kl_i8 = 0;
+  for (size_t s = 0; s < samples.size(); ++s) kl_i8 += SampleKl(base[s], cur[s], V);
+  plan->kl_all_int8 = kl_i8 / static_cast<double>(samples.size());
+  step += 1;
+
+  std::vector<double> half_a(U), half_b(U);
+  for (size_t u = 0; u < U; ++u) {
+    double a = 0, b = 0;
+    int na = 0, nb = 0;
+    for (size_t s = 0; s < samples.size(); ++s) {
+      if (s % 2 == 0) {
+        a += kl[u][s];
+        ++na;
+      } else {
+        b += kl[u][s];
+        ++nb;
+      }
+    }
+    units[u].kl_half[0] = half_a[u] = na ? a / na : 0;
+    units[u].kl_half[1] = half_b[u] = nb ? b / nb : 0;
+    units[u].kl_int8 = (a + b) / static_cast<double>(samples.size());
+  }
+  plan->spearman = Spearman(half_a, half_b);
+  plan->topk_overlap = TopKOverlap(half_a, half_b, std::max(1, static_cast<int>(U) / 2));
+
+  // Activation norms (fp32 run) and per-layer timings in both precisions.
+  progress(step / total_steps, "activation norms and layer timings");
+  LayerDriver drv;
+  int n_threads = o.n_threads;
+  if (n_threads <= 0) n_threads = ev.ctx->n_threads();
+  drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type);
+  // Norms with the runtime's default (quantized) activations, as MCAP reads them; the residual
+  // stream differs from the fp32 run's by the (small) KL-level perturbation only.
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
+  std::vector<double> norms(U, 0.0);
+  for (const auto& ids : samples) drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr);
+  for (size_t u = 0; u < U; ++u) units[u].act_norm = norms[u] / static_cast<double>(samples.size());
+  step += 1;
+  const int prompt = 8, steps = 16;
+  for (int prec = 0; prec < 2; ++prec) {
+    TRINE_RETURN_IF_ERROR(SetAll(model, units, prec == 1));
+    std::vector<double> best(U, INFINITY);
+    for (int rep = 0; rep < 3; ++rep) {  // the fastest of 3 runs per layer (noise is one-sided)
+      std::vector<double> secs(U, 0.0);
+      drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr);
+      for (int i = 0; i < steps; ++i) {
+        const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
+        drv.Run(&t, 1, prompt + i, nullptr, &secs);
+      }
+      for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
+    }
+    for (size_t u = 0; u < U; ++u) (prec == 1 ? units[u].ms_int8 : units[u].ms_fp32) = best[u];
+  }
+  step += 1;
+  progress(step / total_steps, "decode speed");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 16, &plan->pred_tok_s_fp32));
+
+  plan->units = units;
+  plan->samples = static_cast<int>(samples.size());
+  size_t tok_total = 0;
+  for (const auto& s : samples) tok_total += s.size();
+  plan->tokens_per_sample = static_cast<int>(tok_total / samples.size());
+  plan->n_threads = n_threads;
+
+  // Plan, and its measured KL against the same baseline.
+  progress(step / total_steps, "plan check");
+  uint64_t other = 0, unit_bytes = 0;
+  for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
+  for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
+  PlanFromProfile(c, other > unit_bytes ? other - unit_bytes : 0, plan);
+  for (const auto& [name, prec] : plan->tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(name, prec != "int8"));
+  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+  double kl_plan = 0;
+  for (size_t s = 0; s < samples.size(); ++s) kl_plan += SampleKl(base[s], cur[s], V);
+  plan->kl_plan = kl_plan / static_cast<double>(samples.size());
+  plan->profile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  progress(1, "done");
+  return Status::Ok();
+}
+
+void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
+  std::vector<PlanUnit>& units = plan->units;
+  // Precision: start all fp32, switch units to int8 cheapest-KL-per-ms-saved first.
+  std::vector<size_t> order;
+  for (size_t u = 0; u < units.size(); ++u) {
+    units[u].precision = "fp32";
+    if (units[u].ms_fp32 - units[u].ms_int8 > 0) order.push_back(u);
+  }
+  auto ratio = [&](size_t u) { return std::max(0.0, units[u].kl_int8) / (units[u].ms_fp32 - units[u].ms_int8); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ratio(a) < ratio(b); });
+  double kl = 0;
+  for (size_t u : order) {
+    const double k = std::max(0.0, units[u].kl_int8);
+    if (kl + k <= plan->key.max_kl) {
+      units[u].precision = "int8";
+      kl += k;
+    }
+  }
+  plan->pred_kl = kl;
+  plan->tensors.clear();
+  double ms_plan = plan->pred_tok_s_fp32 > 0 ? 1000.0 / plan->pred_tok_s_fp32 : 0;
+  double ms_i8 = ms_plan;
+  for (const PlanUnit& u : units) {
+    for (const std::string& t : u.tensors) plan->tensors[t] = u.precision;
+    if (u.precision == "int8") ms_plan -= u.ms_fp32 - u.ms_int8;
+    ms_i8 -= u.ms_fp32 - u.ms_int8;
+  }
+  plan->pred_tok_s = ms_plan > 0 ? 1000.0 / ms_plan : 0;
+  plan->pred_tok_s_int8 = ms_i8 > 0 ? 1000.0 / ms_i8 : 0;
+
+  // Memory (estimates of what a context of key.n_ctx with batch 512 allocates).
+  PlanMemory& m = plan->memory;
+  m = PlanMemory();
+  m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
+  const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
+  const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
+  const uint64_t es = plan->key.kv_type == "f32" ? 4 : 2;
+  m.kv = 2 * static_cast<uint64_t>(c.n_layer) * n_ctx * kv_dim * es;
+  const uint64_t nb = std::min<uint64_t>(512, n_ctx);
+  const uint64_t E = static_cast<uint64_t>(c.n_embd), F = static_cast<uint64_t>(c.n_ff);
+  const uint64_t qd = static_cast<uint64_t>(c.n_head) * static_cast<uint64_t>(c.head_dim);
+  m.activations = nb * (3 * E + 2 * qd + 2 * kv_dim + 2 * F) * 4 + nb * std::max(E, F) * 4;
+  m.buffers = static_cast<uint64_t>(c.n_vocab) * 4 + nb * E * 4;
+  m.weights = other_weight_bytes;
+  for (const PlanUnit& u : units) m.weights += u.weight_bytes;
+  uint64_t fixed = m.kv + m.activations + m.buffers + other_weight_bytes;
+  for (const PlanUnit& u : units) {
+    if (u.layer < 0) fixed += u.weight_bytes;  // the head always stays resident
+  }
+  const uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
+  const uint64_t resident_cap = room / 5 * 4;
+  std::vector<size_t> layers;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (units[u].layer >= 0) layers.push_back(u);
+  }
+  // Most important (highest measured KL) first.
+  std::stable_sort(layers.begin(), layers.end(), [&](size_t a, size_t b) { return units[a].kl_int8 > units[b].kl_int8; });
+  uint64_t all_layers = 0;
+  for (size_t u : layers) all_layers += units[u].weight_bytes;
+  const bool fits = all_layers <= room;
+  uint64_t cum = 0;
+  for (size_t u : layers) {
+    cum += units[u].weight_bytes;
+    if (fits || cum <= resident_cap) {
+      units[u].placement = "resident";
+      m.resident += units[u].weight_bytes;
+    } else if (cum <= room) {
+      units[u].placement = "page_cache";
+      m.page_cache += units[u].weight_bytes;
+    } else {
+      units[u].placement = "streamed";
+      m.streamed += units[u].weight_bytes;
+    }
+  }
+  for (PlanUnit& u : units) {
+    if (u.layer < 0) {
+      u.placement = "resident";
+      m.resident += u.weight_bytes;
+    }
+  }
+  m.resident += other_weight_bytes;
+}
+
+}  // namespace trine::profiler

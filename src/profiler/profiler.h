@@ -1,0 +1,53 @@
+// Load-time profiler (MCAP-style, measured): Monte Carlo samples through the model to measure, per
+// unit (each transformer layer, and the output head), the KL divergence of the next-token
+// distributions when only that unit uses quantized (int8/fp16) activations instead of fp32, MCAP's
+// activation-norm score (mean |x| of the unit's input) for comparison, and the unit's decode time
+// per token in each precision. Then a planner picks per-unit precision and per-layer placement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model.h"
+#include "profiler/plan.h"
+#include "runtime/context.h"
+
+namespace trine::profiler {
+
+struct ProfileOptions {
+  int samples = 8;
+  uint64_t seed = 1;
+  int n_threads = 0;  // 0: all cores
+  KvType kv_type = KvType::kF16;
+  int scored_positions = 16;  // last positions of each sample whose distributions are compared
+  // Called with (fraction done, stage); may be empty.
+  std::function<void(float, const std::string&)> progress;
+};
+
+// Profiles `model` (its activation precisions are restored afterwards): fills plan->units (kl,
+// norms, timings, bytes), the profile fields and the fp32 speed, then plans (PlanFromProfile with
+// plan->key) and measures the plan's KL against the same baseline (kl_plan). Samples are 32-40
+// tokens (random, BOS first) or built-in short texts (every 4th sample, starting with the 2nd).
+Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan);
+
+// Chooses precisions (greedy by KL per ms saved under key.max_kl) and placements (most important
+// layers resident first, under key.mem_budget) for the profiled units; fills tensors, memory and
+// the prediction. Pure: works on synthetic profiles too.
+void PlanFromProfile(const ModelConfig& config, uint64_t other_weight_bytes, Plan* plan);
+
+// Mean KL(baseline || plan) over the samples with the plan's precisions applied (the model's
+// precisions are restored afterwards). Used to check a plan and for kl_all_fp32.
+Status MeasurePlanKl(Model* model, const ProfileOptions& options, const Plan& plan, double* kl);
+
+// Single-token decode speed (tok/s) of the model as it is now: `n` tokens after a short prompt.
+Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s);
+
+// Spearman rank correlation of two equally long score vectors (ties get average ranks).
+double Spearman(const std::vector<double>& a, const std::vector<double>& b);
+// |top-k(a) ∩ top-k(b)| / k.
+double TopKOverlap(const std::vector<double>& a, const std::vector<double>& b, int k);
+
+}  // namespace trine::profiler

@@ -1,0 +1,357 @@
+// Profiler, planner, plan cache and report: synthetic planner checks, a real profile of the
+// bundled model, plan round trip and validation, the content hash, the report, and the CLI.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/test_util.h"
+#include "profiler/plan.h"
+#include "profiler/profiler.h"
+#include "profiler/report.h"
+
+namespace trine::profiler {
+namespace {
+
+const char* kModel = "bitnet-tiny-stories-TQ2_0-f16emb.gguf";
+
+ModelConfig TinyConfig() {
+  ModelConfig c;
+  c.n_layer = 4;
+  c.n_embd = 64;
+  c.n_head = 4;
+  c.n_head_kv = 4;
+  c.n_ff = 128;
+  c.head_dim = 16;
+  c.n_ctx_train = 128;
+  c.n_vocab = 256;
+  return c;
+}
+
+// Four layers and a head with given KLs; each unit saves 1 ms with int8, weighs 1 MiB.
+Plan SyntheticPlan(std::vector<double> kl, double max_kl, uint64_t budget) {
+  Plan p;
+  for (size_t i = 0; i < kl.size(); ++i) {
+    PlanUnit u;
+    u.layer = i + 1 < kl.size() ? static_cast<int>(i) : -1;
+    u.unit = u.layer >= 0 ? "blk." + std::to_string(i) : "output";
+    u.tensors = {u.unit + ".w"};
+    u.kl_int8 = kl[i];
+    u.ms_fp32 = 2;
+    u.ms_int8 = 1;
+    u.weight_bytes = 1 << 20;
+    p.units.push_back(u);
+  }
+  p.key.max_kl = max_kl;
+  p.key.mem_budget = budget;
+  p.key.n_ctx = 128;
+  p.pred_tok_s_fp32 = 100;  // 10 ms per token
+  return p;
+}
+
+int CountInt8(const Plan& p) {
+  int n = 0;
+  for (const auto& u : p.units) n += u.precision == "int8";
+  return n;
+}
+
+TEST(Planner, RespectsMaxKlAndPicksCheapestFirst) {
+  Plan p = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, 0.004, 1ull << 34);
+  PlanFromProfile(TinyConfig(), 0, &p);
+  EXPECT_LE(p.pred_kl, 0.004);
+  EXPECT_EQ(p.units[4].precision, "int8");  // 0.0005
+  EXPECT_EQ(p.units[1].precision, "int8");  // 0.001
+  EXPECT_EQ(p.units[3].precision, "int8");  // 0.002 (total 0.0035)
+  EXPECT_EQ(p.units[0].precision, "fp32");
+  EXPECT_EQ(p.units[2].precision, "fp32");
+  EXPECT_NEAR(p.pred_tok_s, 1000.0 / 7.0, 1e-9);
+  EXPECT_EQ(p.tensors.size(), 5u);
+  EXPECT_EQ(p.tensors["output.w"], "int8");
+}
+
+TEST(Planner, MonotoneInKlBudget) {
+  int prev = -1;
+  double prev_speed = 0;
+  for (double max_kl : {0.0, 0.0006, 0.002, 0.004, 0.01, 0.1}) {
+    Plan p = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, max_kl, 1ull << 34);
+    PlanFromProfile(TinyConfig(), 0, &p);
+    EXPECT_LE(p.pred_kl, max_kl + 1e-15);
+    EXPECT_GE(CountInt8(p), prev);
+    EXPECT_GE(p.pred_tok_s, prev_speed);
+    prev = CountInt8(p);
+    prev_speed = p.pred_tok_s;
+  }
+  EXPECT_EQ(prev, 5);
+}
+
+TEST(Planner, NoGainNoInt8) {
+  Plan p = SyntheticPlan({0, 0, 0, 0, 0}, 1, 1ull << 34);
+  for (auto& u : p.units) u.ms_int8 = u.ms_fp32;
+  PlanFromProfile(TinyConfig(), 0, &p);
+  EXPECT_EQ(CountInt8(p), 0);
+}
+
+TEST(Planner, PlacementUnderMemoryBudget) {
+  // Plenty of memory: every layer resident.
+  Plan big = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, 0.01, 1ull << 34);
+  PlanFromProfile(TinyConfig(), 0, &big);
+  for (const auto& u : big.units) EXPECT_EQ(u.placement, "resident") << u.unit;
+  EXPECT_EQ(big.memory.weights, 5u << 20);
+  EXPECT_GT(big.memory.kv, 0u);
+  EXPECT_GT(big.memory.activations, 0u);
+  // Tight budgets: the most sensitive layer (blk.2) stays resident longest; residency is monotone.
+  const uint64_t fixed = big.memory.kv + big.memory.activations + big.memory.buffers + (1u << 20);
+  int prev_resident = -1;
+  for (uint64_t extra_mib : {0, 1, 2, 3, 4, 8}) {
+    Plan p = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, 0.01, fixed + (extra_mib << 20));
+    PlanFromProfile(TinyConfig(), 0, &p);
+    int resident = 0;
+    for (const auto& u : p.units) {
+      if (u.layer >= 0) resident += u.placement == "resident";
+    }
+    EXPECT_GE(resident, prev_resident) << extra_mib;
+    prev_resident = resident;
+    EXPECT_EQ(p.units.size(), 5u);  // never skips a layer
+    if (extra_mib == 0) {
+      EXPECT_EQ(resident, 0);
+      EXPECT_EQ(p.memory.streamed, 4u << 20);
+    }
+    if (extra_mib == 2) {
+      EXPECT_EQ(p.units[2].placement, "resident");
+      EXPECT_EQ(p.memory.page_cache, 1u << 20);
+    }
+    EXPECT_EQ(p.memory.resident + p.memory.page_cache + p.memory.streamed, p.memory.weights);
+  }
+  EXPECT_EQ(prev_resident, 4);
+}
+
+TEST(Ranking, SpearmanAndTopK) {
+  EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  EXPECT_DOUBLE_EQ(TopKOverlap({1, 5, 3, 4}, {0, 9, 1, 8}, 2), 1.0);
+  EXPECT_DOUBLE_EQ(TopKOverlap({1, 5, 3, 4}, {9, 0, 8, 1}, 2), 0.0);
+}
+
+class RealProfile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ModelLoadOptions lo;
+    ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &model_).ok());
+    options_ = new ProfileOptions();
+    options_->samples = 4;
+    options_->n_threads = 2;
+    plan_ = new Plan();
+    plan_->key.max_kl = 0.0002;
+    plan_->key.mem_budget = 1ull << 32;
+    const Status st = ProfileModel(model_.get(), *options_, plan_);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  static void TearDownTestSuite() {
+    delete plan_;
+    delete options_;
+    model_.reset();
+  }
+  static std::unique_ptr<Model> model_;
+  static ProfileOptions* options_;
+  static Plan* plan_;
+};
+std::unique_ptr<Model> RealProfile::model_;
+ProfileOptions* RealProfile::options_ = nullptr;
+Plan* RealProfile::plan_ = nullptr;
+
+TEST_F(RealProfile, MeasuresFiniteNonNegativeKl) {
+  ASSERT_EQ(plan_->units.size(), static_cast<size_t>(model_->config().n_layer) + 1);
+  double total = 0;
+  for (const auto& u : plan_->units) {
+    EXPECT_TRUE(std::isfinite(u.kl_int8)) << u.unit;
+    EXPECT_GE(u.kl_int8, 0.0) << u.unit;
+    EXPECT_GT(u.act_norm, 0.0) << u.unit;
+    EXPECT_GT(u.ms_fp32, 0.0) << u.unit;
+    EXPECT_GT(u.ms_int8, 0.0) << u.unit;
+    EXPECT_FALSE(u.tensors.empty()) << u.unit;
+    total += u.kl_int8;
+  }
+  EXPECT_GT(total, 0.0);  // int8 activations do change the distributions a little
+  EXPECT_TRUE(std::isfinite(plan_->kl_all_int8));
+  EXPECT_GT(plan_->kl_all_int8, 0.0);
+  EXPECT_LT(plan_->kl_all_int8, 0.1);
+  EXPECT_GE(plan_->spearman, -1.0);
+  EXPECT_LE(plan_->spearman, 1.0);
+  EXPECT_EQ(plan_->tensors.size(), model_->MatrixNames().size());
+}
+
+TEST_F(RealProfile, PlanRespectsMaxKl) {
+  EXPECT_LE(plan_->pred_kl, plan_->key.max_kl);
+  EXPECT_GE(plan_->kl_plan, 0.0);
+  // The measured KL of the plan stays near the (additive) prediction.
+  EXPECT_LT(plan_->kl_plan, 2 * plan_->key.max_kl + 1e-6);
+}
+
+TEST_F(RealProfile, AllFp32PlanHasNoKl) {
+  Plan fp32 = *plan_;
+  for (auto& [name, prec] : fp32.tensors) prec = "fp32";
+  double kl = -1;
+  ProfileOptions o = *options_;
+  o.samples = 2;
+  ASSERT_TRUE(MeasurePlanKl(model_.get(), o, fp32, &kl).ok());
+  EXPECT_GE(kl, 0.0);
+  EXPECT_LT(kl, 1e-9);
+}
+
+TEST_F(RealProfile, RoundTripAndReport) {
+  const std::string path = testing::TempPath("plan.json");
+  ASSERT_TRUE(WritePlanFile(*plan_, path).ok());
+  Plan back;
+  const Status st = ReadPlanFile(path, &back);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(PlanToJson(back), PlanToJson(*plan_));
+
+  const std::string dir = testing::TempPath("report");
+  ASSERT_TRUE(WriteReport(*plan_, dir).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/report.json"));
+  std::ifstream f(dir + "/report.html");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string html = ss.str();
+  for (const char* id : {"importance-chart", "time-chart", "memory-chart", "speed-chart", "plan-table"}) {
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);  // self-contained
+  // Well formed: every non-void element closes in order.
+  std::vector<std::string> stack;
+  size_t svgs = 0;
+  for (size_t i = html.find('<'); i != std::string::npos; i = html.find('<', i + 1)) {
+    const size_t end = html.find('>', i);
+    ASSERT_NE(end, std::string::npos);
+    std::string tag = html.substr(i + 1, end - i - 1);
+    if (tag.empty() || tag[0] == '!') continue;
+    const bool closing = tag[0] == '/';
+    const bool self_closing = tag.back() == '/';
+    std::string name = tag.substr(closing ? 1 : 0);
+    name = name.substr(0, name.find_first_of(" /"));
+    if (name == "meta" || self_closing) continue;
+    if (closing) {
+      ASSERT_FALSE(stack.empty()) << name;
+      ASSERT_EQ(stack.back(), name);
+      stack.pop_back();
+    } else {
+      stack.push_back(name);
+      svgs += name == "svg";
+    }
+  }
+  EXPECT_TRUE(stack.empty());
+  EXPECT_EQ(svgs, 4u);
+  const std::string table = TerminalTable(*plan_);
+  EXPECT_NE(table.find("blk.0"), std::string::npos);
+  EXPECT_NE(table.find("output"), std::string::npos);
+}
+
+TEST(PlanFile, CorruptForeignAndFutureAreErrors) {
+  Plan p;
+  const std::string corrupt = testing::TempPath("corrupt.json");
+  { std::ofstream(corrupt) << "{\"schema\": \"trine.plan\", \"version\": 1, "; }
+  Status st = ReadPlanFile(corrupt, &p);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidFile);
+  EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
+
+  nlohmann::json j = PlanToJson(SyntheticPlan({0.1, 0.1}, 0.01, 1 << 30));
+  j["version"] = kPlanVersion + 1;
+  st = PlanFromJson(j, "x.json", &p);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidFile);
+  EXPECT_NE(st.message().find("newer"), std::string::npos) << st.message();
+
+  j["version"] = kPlanVersion;
+  j["schema"] = "something.else";
+  EXPECT_EQ(PlanFromJson(j, "x.json", &p).code(), StatusCode::kInvalidFile);
+  j["schema"] = kPlanSchema;
+  EXPECT_TRUE(PlanFromJson(j, "x.json", &p).ok());
+  j.erase("key");
+  EXPECT_EQ(PlanFromJson(j, "x.json", &p).code(), StatusCode::kInvalidFile);
+  EXPECT_EQ(ReadPlanFile("/nonexistent/plan.json", &p).code(), StatusCode::kIoError);
+}
+
+TEST(PlanFile, KeyMatching) {
+  Plan p = SyntheticPlan({0.1}, 0.01, 1 << 30);
+  p.model_hash = "abc";
+  p.isa = "avx2";
+  p.ram_bytes = 42;
+  EXPECT_TRUE(PlanKeyMatches(p, "abc", "avx2", 42, p.key));
+  EXPECT_FALSE(PlanKeyMatches(p, "abd", "avx2", 42, p.key));
+  EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx512", 42, p.key));
+  PlanKey k = p.key;
+  k.mem_budget += 1;
+  EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx2", 42, k));
+  k = p.key;
+  k.max_kl = 0.02;
+  EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx2", 42, k));
+}
+
+TEST(ContentHash, OneByteChangesIt) {
+  const std::string copy = testing::TempPath("flip.gguf");
+  std::vector<uint8_t> bytes = testing::ReadFileBytes(testing::ModelPath(kModel));
+  testing::WriteFileBytes(copy, bytes);
+  std::unique_ptr<GgufFile> a, b;
+  ASSERT_TRUE(GgufFile::Open(testing::ModelPath(kModel), &a).ok());
+  ASSERT_TRUE(GgufFile::Open(copy, &b).ok());
+  const std::string ha = ModelContentHash(*a);
+  EXPECT_EQ(ha.size(), 16u);
+  EXPECT_EQ(ModelContentHash(*b), ha);
+  // Flip one byte in the middle of the last tensor's data.
+  const GgufTensorInfo& t = b->tensors().back();
+  const size_t off = static_cast<size_t>(t.file_offset + t.n_bytes / 2);
+  b.reset();
+  bytes[off] ^= 0x01;
+  testing::WriteFileBytes(copy, bytes);
+  ASSERT_TRUE(GgufFile::Open(copy, &b).ok());
+  EXPECT_NE(ModelContentHash(*b), ha);
+}
+
+// The CLI: a profile is cached and reused; a changed file is re-profiled; bad plans exit 1.
+TEST(ProfileCli, CacheHitMissAndPlanErrors) {
+  const std::string cache = testing::TempPath("xdg-cache");
+  std::filesystem::create_directories(cache);
+  ASSERT_EQ(setenv("XDG_CACHE_HOME", cache.c_str(), 1), 0);
+  const std::string model = testing::ModelPath(kModel);
+  const std::string report = testing::TempPath("cli-report");
+  const std::string plan_out = testing::TempPath("cli-plan.json");
+  std::string out, err;
+  ASSERT_EQ(testing::RunTrine("profile -m " + model + " -n 2 -t 2 --report " + report + " --plan-out " + plan_out, &out,
+                              &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("profiled in"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(report + "/report.html"));
+  EXPECT_TRUE(std::filesystem::exists(plan_out));
+  ASSERT_EQ(testing::RunTrine("profile -m " + model + " -n 2 -t 2", &out, &err), 0) << err;
+  EXPECT_NE(out.find("plan: plan cache"), std::string::npos) << out;
+  // --no-cache re-profiles.
+  ASSERT_EQ(testing::RunTrine("profile -m " + model + " -n 2 -t 2 -q --no-cache", &out, &err), 0) << err;
+  EXPECT_NE(out.find("profiled in"), std::string::npos) << out;
+  // The plan applies to the same model and is refused for a changed one.
+  ASSERT_EQ(testing::RunTrine("profile -m " + model + " --plan " + plan_out, &out, &err), 0) << err;
+  EXPECT_NE(out.find("plan: plan file"), std::string::npos) << out;
+  std::vector<uint8_t> bytes = testing::ReadFileBytes(model);
+  bytes[bytes.size() - 100] ^= 0x01;
+  const std::string changed = testing::TempPath("changed.gguf");
+  testing::WriteFileBytes(changed, bytes);
+  EXPECT_EQ(testing::RunTrine("profile -m " + changed + " --plan " + plan_out, &out, &err), 1);
+  EXPECT_NE(err.find("another model"), std::string::npos) << err;
+  const std::string corrupt = testing::TempPath("cli-corrupt.json");
+  { std::ofstream(corrupt) << "not json"; }
+  EXPECT_EQ(testing::RunTrine("profile -m " + model + " --plan " + corrupt, &out, &err), 1);
+  EXPECT_NE(err.find("corrupt"), std::string::npos) << err;
+  // trine report re-renders from report.json.
+  ASSERT_EQ(testing::RunTrine("report " + report, &out, &err), 0) << err;
+  EXPECT_NE(out.find("blk.0"), std::string::npos);
+  EXPECT_EQ(testing::RunTrine("report", &out, &err), 2);
+  EXPECT_EQ(testing::RunTrine("profile -m " + model + " --mem-budget lots", &out, &err), 2);
+}
+
+}  // namespace
+}  // namespace trine::profiler

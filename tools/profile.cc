@@ -1,0 +1,254 @@
+// `trine profile -m FILE`: measures per-layer sensitivity to int8 activations (KL vs an all-fp32
+// baseline, beside MCAP's activation-norm score) and per-layer time, plans precisions and placements
+// under --max-kl and --mem-budget, and caches the plan by the model's content hash.
+#include <cxxopts.hpp>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "model_options.h"
+#include "profiler/plan.h"
+#include "profiler/profiler.h"
+#include "profiler/report.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trine::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using profiler::Plan;
+
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// "123456", "512M", "2G", "50%" (of MemTotal). 0 = invalid.
+uint64_t ParseBytes(const std::string& s) {
+  if (s.empty()) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end == s.c_str() || !(v > 0) || !std::isfinite(v)) return 0;
+  const std::string unit = end;
+  double mult = 1;
+  if (unit == "%") {
+    if (v > 100) return 0;
+    return static_cast<uint64_t>(static_cast<double>(profiler::MachineRamBytes()) * v / 100.0);
+  }
+  if (unit == "" || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KiB") mult = 1024.0;
+  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else return 0;
+  return static_cast<uint64_t>(v * mult);
+}
+
+// Perplexity of the model as it is now over the first `windows` windows of n_ctx tokens
+// (llama.cpp's protocol: second half of each window scored).
+Status WindowPerplexity(const Model& model, const std::vector<TokenId>& tokens, int n_ctx, int windows, int n_threads,
+                        double* ppl) {
+  ContextParams p;
+  p.n_ctx = n_ctx;
+  p.n_batch = n_ctx;
+  p.n_threads = n_threads;
+  std::unique_ptr<Context> ctx;
+  TRINE_RETURN_IF_ERROR(Context::Create(model, p, &ctx));
+  const int V = model.config().n_vocab;
+  double nll = 0;
+  long count = 0;
+  for (int w = 0; w < windows && static_cast<size_t>((w + 1) * n_ctx) <= tokens.size(); ++w) {
+    std::vector<int32_t> ids(tokens.begin() + w * n_ctx, tokens.begin() + (w + 1) * n_ctx);
+    if (model.vocab().add_bos() && model.vocab().bos() >= 0) ids[0] = model.vocab().bos();
+    ctx->Truncate(0);
+    TRINE_RETURN_IF_ERROR(ctx->Decode(ids.data(), n_ctx, true));
+    for (int i = n_ctx / 2; i < n_ctx - 1; ++i) {
+      const float* lg = ctx->logits(i);
+      double mx = lg[0];
+      for (int v = 1; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
+      double sum = 0;
+      for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
+      nll -= static_cast<double>(lg[ids[static_cast<size_t>(i) + 1]]) - mx - std::log(sum);
+      ++count;
+    }
+  }
+  if (count == 0) return InvalidArgument("the --ppl-text is too short for one window of " + std::to_string(n_ctx) + " tokens");
+  *ppl = std::exp(nll / static_cast<double>(count));
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunProfile(int argc, char** argv) {
+  cxxopts::Options opts("trine profile",
+                        "Profile per-layer sensitivity and speed, plan activation precision and memory placement.");
+  AddModelOptions(opts, 0, 512);
+  opts.add_options()("n,samples", "Monte Carlo samples", cxxopts::value<int>()->default_value("8"))(
+      "seed", "sample seed", cxxopts::value<uint64_t>()->default_value("1"))(
+      "max-kl", "quality budget: total predicted KL of the plan", cxxopts::value<double>()->default_value("0.01"))(
+      "mem-budget", "memory budget: bytes (K/M/G suffixes) or N% of RAM (default: available RAM)",
+      cxxopts::value<std::string>()->default_value(""))("report", "write report.json and report.html to DIR",
+                                                        cxxopts::value<std::string>())(
+      "plan-out", "also write the plan to FILE", cxxopts::value<std::string>())(
+      "plan", "use this plan file instead of profiling (checked against the model)", cxxopts::value<std::string>())(
+      "no-cache", "profile even when a cached plan matches (and refresh the cache)")(
+      "ppl-text", "with --report: perplexity of the plan and of all-fp32 on the first windows of this text",
+      cxxopts::value<std::string>())("mlock", "try to mlock resident layers when applying the plan")(
+      "json", "print the plan as JSON on stdout (no progress)")("q,quiet", "no progress")("h,help", "show this help");
+  cxxopts::ParseResult a;
+  try {
+    a = opts.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError("profile", e.what());
+  }
+  if (a.count("help")) {
+    std::printf("%s\n", opts.help().c_str());
+    return kExitOk;
+  }
+  if (!a.unmatched().empty()) return UsageError("profile", "unexpected argument '" + a.unmatched()[0] + "'");
+  const int samples = a["samples"].as<int>();
+  if (samples < 2 || samples > 1024) return UsageError("profile", "-n must be in [2, 1024]");
+  const double max_kl = a["max-kl"].as<double>();
+  if (!(max_kl >= 0) || !std::isfinite(max_kl)) return UsageError("profile", "--max-kl must be >= 0");
+  uint64_t budget = 0;  // default: available RAM (keyed as 0 so the cache survives its drift)
+  if (!a["mem-budget"].as<std::string>().empty()) {
+    budget = ParseBytes(a["mem-budget"].as<std::string>());
+    if (budget == 0) {
+      return UsageError("profile", "--mem-budget must be bytes (optionally K/M/G) or a percentage, got '" +
+                                       a["mem-budget"].as<std::string>() + "'");
+    }
+  }
+  const bool json_out = a.count("json") > 0;
+  const bool show_progress = !json_out && !a.count("quiet");
+  ContextParams cp;
+  Status st = ParseContextParams(a, &cp);
+  if (!st.ok()) return Fail(st);
+
+  const auto t_start = Clock::now();
+  const std::string path = ResolveModelPath(a["model"].as<std::string>());
+  ModelLoadOptions lo;
+  lo.use_mmap = !a.count("no-mmap");
+  std::unique_ptr<Model> model;
+  st = Model::Load(path, lo, &model);
+  if (!st.ok()) return Fail(st);
+  const std::string hash = profiler::ModelContentHash(model->file());
+  profiler::PlanKey key;
+  key.mem_budget = budget;
+  key.max_kl = max_kl;
+  key.samples = samples;
+  key.seed = a["seed"].as<uint64_t>();
+  key.n_ctx = cp.n_ctx > 0 ? cp.n_ctx : std::min(model->config().n_ctx_train, 4096);
+  key.kv_type = cp.kv_type == KvType::kF32 ? "f32" : "f16";
+  const std::string isa = profiler::MachineIsa();
+  const uint64_t ram = profiler::MachineRamBytes();
+
+  profiler::ProfileOptions po;
+  po.samples = samples;
+  po.seed = key.seed;
+  po.n_threads = cp.n_threads;
+  po.kv_type = cp.kv_type;
+  if (show_progress) {
+    po.progress = [](float f, const std::string& stage) {
+      std::fprintf(stderr, "\rprofile: %3d%% %-48s", static_cast<int>(f * 100.0f + 0.5f), stage.c_str());
+      if (f >= 1.0f) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
+
+  Plan plan;
+  std::string source;
+  const std::string cache_path = profiler::PlanCachePath(hash);
+  if (a.count("plan")) {
+    const std::string plan_path = a["plan"].as<std::string>();
+    st = profiler::ReadPlanFile(plan_path, &plan);
+    if (!st.ok()) return Fail(st);
+    if (plan.model_hash != hash) {
+      return Fail(plan_path + ": the plan is for another model (hash " + plan.model_hash + "), this model's hash is " +
+                  hash);
+    }
+    source = "plan file " + plan_path;
+  } else {
+    bool hit = false;
+    if (!a.count("no-cache") && access(cache_path.c_str(), F_OK) == 0) {
+      Plan cached;
+      st = profiler::ReadPlanFile(cache_path, &cached);
+      if (st.ok() && profiler::PlanKeyMatches(cached, hash, isa, ram, key)) {
+        plan = cached;
+        hit = true;
+      } else if (!st.ok() && show_progress) {
+        std::fprintf(stderr, "warning: ignoring the cached plan: %s\n", st.message().c_str());
+      }
+    }
+    if (hit) {
+      source = "plan cache " + cache_path;
+    } else {
+      plan.model_path = path;
+      plan.model_hash = hash;
+      plan.hash_method = profiler::kHashMethod;
+      plan.file_size = model->file().file_size();
+      plan.isa = isa;
+      plan.ram_bytes = ram;
+      plan.key = key;
+      st = profiler::ProfileModel(model.get(), po, &plan);
+      if (!st.ok()) return Fail(st);
+      st = profiler::WritePlanFile(plan, cache_path);
+      if (!st.ok() && show_progress) std::fprintf(stderr, "warning: plan not cached: %s\n", st.message().c_str());
+      source = "profiled in " + std::to_string(plan.profile_seconds).substr(0, 5) + " s, cached at " + cache_path;
+    }
+  }
+  std::string summary;
+  st = profiler::ApplyPlan(plan, model.get(), a.count("mlock") > 0, &summary);
+  if (!st.ok()) return Fail(st);
+  const double plan_s = Since(t_start);
+  if (a.count("plan-out")) {
+    st = profiler::WritePlanFile(plan, a["plan-out"].as<std::string>());
+    if (!st.ok()) return Fail(st);
+  }
+  if (a.count("report")) {
+    // Measured speed of the plan as applied, and of all fp32, with short decodes.
+    if (show_progress) std::fprintf(stderr, "report: measuring decode speed\n");
+    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s);
+    if (!st.ok()) return Fail(st);
+    for (const auto& u : plan.units) {
+      for (const auto& t : u.tensors) (void)model->SetF32Activations(t, true);
+    }
+    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s_fp32);
+    if (!st.ok()) return Fail(st);
+    if (a.count("ppl-text")) {
+      std::string text;
+      st = ReadTextFile(a["ppl-text"].as<std::string>(), &text);
+      if (!st.ok()) return Fail(st);
+      std::unique_ptr<Tokenizer> tok;
+      st = Tokenizer::Create(model->vocab(), &tok);
+      if (!st.ok()) return Fail(st);
+      std::vector<TokenId> ids;
+      st = tok->Tokenize(text, true, false, &ids);
+      if (!st.ok()) return Fail(st);
+      const int n_ctx = std::min(128, model->config().n_ctx_train);
+      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_fp32);
+      if (!st.ok()) return Fail(st);
+      st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
+      if (!st.ok()) return Fail(st);
+      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_plan);
+      if (!st.ok()) return Fail(st);
+    }
+    st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
+    if (!st.ok()) return Fail(st);
+    st = profiler::WriteReport(plan, a["report"].as<std::string>());
+    if (!st.ok()) return Fail(st);
+  }
+  if (json_out) {
+    std::printf("%s\n", profiler::PlanToJson(plan).dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s", profiler::TerminalTable(plan).c_str());
+  std::printf("plan: %s; model hash %s; %s; ready in %.3f s\n", source.c_str(), hash.c_str(), summary.c_str(), plan_s);
+  if (a.count("report")) std::printf("report: %s/report.html\n", a["report"].as<std::string>().c_str());
+  return kExitOk;
+}
+
+}  // namespace trine::cli
