@@ -5,13 +5,17 @@
 //
 // Bit-exactness as in quants_avx512.cc: exact int32 sums per (row, token, block), then the
 // reference's float operations in its order, lane-wise with one row per lane (tiles of 8 rows).
+// Q4_0 transposes each block of 8 rows 4 bytes at a time so the rows sit in the lanes (no
+// horizontal reduction, weights reused by up to 4 tokens); Q8_0, Q4_K and Q6_K dot each row's
+// block with the token's activations and reduce the tile's 8 vectors with one hadd tree. Each
+// tile prefetches the next one into L2.
 // Integer products use vpmaddubsw (unsigned x signed bytes -> int16 pairs, saturating), so every
 // kernel keeps its pairs below 2^15: unsigned weights of at most 6 bits (Q4_0 nibbles, Q4_K
 // nibbles, Q6_K q = w + 32), and |w| x sign-transferred activations for Q8_0 (2 * 128 * 127).
-// The per-block sums of the 8 rows of a tile are reduced together by one hadd tree.
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.h"
 #include "kernels.h"
@@ -31,6 +35,12 @@ inline int TileRows(const WeightView& w, int64_t r, int64_t r1, const uint8_t* r
     rows[i] = w.data + static_cast<size_t>(rr) * w.row_bytes;
   }
   return nr;
+}
+
+// Software prefetch of the next row tile into L2 while the current one is computed (a tile's rows
+// are contiguous and a thread walks consecutive tiles; see quants_avx512.cc).
+inline void PrefetchNext(const uint8_t* p, size_t n) {
+  for (size_t o = 0; o < n; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
 }
 
 // Byte offsets of the tile's rows from rows[0] (for gathers).
@@ -68,15 +78,7 @@ inline void StoreRows(float* y, __m256 acc, float tensor_scale, float scale, int
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // ---------------------------------------------------------------------------------------------
-// Q4_0 x Q8_0 and Q8_0 x Q8_0: one 32-element block is one vector.
-
-// Sum over the block of (nib - 8) * a as int32 lanes; m8 = maddubs(8, a).
-inline __m256i DotQ4_0Block(const uint8_t* blk, __m256i a, __m256i m8) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-  const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
-  // nib * a pairs <= 2 * 15 * 127, 8 * a pairs <= 2 * 8 * 127: the difference is exact in int16.
-  return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(nib, a), m8), _mm256_set1_epi16(1));
-}
+// Q8_0 x Q8_0: one 32-element block is one vector, 8 rows per tile.
 
 inline __m256i DotQ8_0Block(const uint8_t* blk, __m256i a) {
   const __m256i q = Load256(blk + 2);
@@ -84,28 +86,24 @@ inline __m256i DotQ8_0Block(const uint8_t* blk, __m256i a) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a, q)), _mm256_set1_epi16(1));
 }
 
-template <bool kQ4>
-void GemmQ0(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+void GemmQ8_0(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
             int64_t r0, int64_t r1, float scale) {
-  constexpr size_t kBlockBytes = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
   const int64_t nb = w.cols / kQK8_0;
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
     const __m256i off = RowOffsets(rows);
+    const uint8_t* next = w.data + static_cast<size_t>(r + kTileRows) * w.row_bytes;
     for (int t = 0; t < n_tokens; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t));
       __m256 acc = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const size_t boff = static_cast<size_t>(b) * kBlockBytes;
+        if (t == 0) PrefetchNext(next + kTileRows * boff, kTileRows * kBlockBytes);
         const __m256i av = Load256(a[b].qs);
         __m256i s[kTileRows];
-        if constexpr (kQ4) {
-          const __m256i m8 = _mm256_maddubs_epi16(_mm256_set1_epi8(8), av);
-          for (int i = 0; i < kTileRows; ++i) s[i] = DotQ4_0Block(rows[i] + boff, av, m8);
-        } else {
-          for (int i = 0; i < kTileRows; ++i) s[i] = DotQ8_0Block(rows[i] + boff, av);
-        }
+        for (int i = 0; i < kTileRows; ++i) s[i] = DotQ8_0Block(rows[i] + boff, av);
         const __m256i sums = Reduce8(s);
         // d is the block's first 2 bytes: a 4-byte gather stays inside the block.
         const __m256 dw = HalvesToFloat(_mm256_i32gather_epi32(reinterpret_cast<const int*>(rows[0] + boff), off, 1), false);
@@ -113,6 +111,102 @@ void GemmQ0(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tok
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, _mm256_set1_ps(Fp16ToFp32(a[b].d)))));
       }
       StoreRows(y + static_cast<int64_t>(t) * ldy + r, acc, w.tensor_scale, scale, nr);
+    }
+  }
+}
+
+// Q4_0 with 8 rows in the lanes: the 16 quant bytes of each row's block are transposed 4 bytes at
+// a time (row i in dword lane i), so one vpmaddubsw against a broadcast of 4 activations advances
+// all 8 rows; the 8 products of a block (each pair <= 2 * 15 * 127) add up exactly in int16
+// (<= 30480), one vpmaddwd widens them, and each lane ends as one (row, block) sum: no horizontal
+// reduction. Per call, each token's -8 * (block sum) and fp32 block scales are computed once.
+struct Q8_0ActInfo {
+  std::vector<int32_t> corr;  // (n_tokens, nb): -8 * sum of the block's activations
+  std::vector<float> d;       // (n_tokens, nb): fp32 block scale
+};
+
+Q8_0ActInfo& GetActInfo() {
+  thread_local Q8_0ActInfo s;
+  return s;
+}
+
+void GatherQ8_0ActInfo(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, Q8_0ActInfo* info) {
+  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
+  if (info->corr.size() < n) info->corr.resize(n);
+  if (info->d.size() < n) info->d.resize(n);
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (int t = 0; t < n_tokens; ++t) {
+    const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t));
+    int32_t* corr = info->corr.data() + static_cast<size_t>(t) * static_cast<size_t>(nb);
+    float* d = info->d.data() + static_cast<size_t>(t) * static_cast<size_t>(nb);
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      __m256i s[8];
+      for (int i = 0; i < 8; ++i) s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, Load256(a[b + i].qs)), ones16);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b), _mm256_mullo_epi32(Reduce8(s), _mm256_set1_epi32(-8)));
+    }
+    for (; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int j = 0; j < kQK8_0; ++j) sum += a[b].qs[j];
+      corr[b] = -8 * sum;
+    }
+    for (b = 0; b < nb; ++b) d[b] = Fp16ToFp32(a[b].d);
+  }
+}
+
+void GemmQ4_0Rows8(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK4_0;
+  Q8_0ActInfo& info = GetActInfo();
+  GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, &info);
+  constexpr int kTok = 4;  // tokens per pass over a block (the transposed weights stay in registers)
+  const __m256i m0f = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
+  for (int64_t r = r0; r < r1; r += kTileRows) {
+    const uint8_t* rows[kTileRows];
+    const int nr = TileRows(w, r, r1, rows);
+    const __m256i off = RowOffsets(rows);
+    const uint8_t* next = w.data + static_cast<size_t>(r + kTileRows) * w.row_bytes;
+    for (int t0 = 0; t0 < n_tokens; t0 += kTok) {
+      const int nt = n_tokens - t0 < kTok ? n_tokens - t0 : kTok;
+      __m256 acc[kTok];
+      for (int t = 0; t < kTok; ++t) acc[t] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ4_0);
+        if (t0 == 0) PrefetchNext(next + kTileRows * boff, kTileRows * sizeof(BlockQ4_0));
+        // z[g] = [row g | row 4 + g] quant bytes; a 4 x 4 dword transpose per 128-bit lane gives
+        // q[k] dword lane i = dword k of row i.
+        __m256i z[4];
+        for (int g = 0; g < 4; ++g) {
+          z[g] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rows[4 + g] + boff + 2),
+                                     reinterpret_cast<const __m128i*>(rows[g] + boff + 2));
+        }
+        const __m256i t0v = _mm256_unpacklo_epi32(z[0], z[1]), t1v = _mm256_unpackhi_epi32(z[0], z[1]);
+        const __m256i t2v = _mm256_unpacklo_epi32(z[2], z[3]), t3v = _mm256_unpackhi_epi32(z[2], z[3]);
+        const __m256i q[4] = {_mm256_unpacklo_epi64(t0v, t2v), _mm256_unpackhi_epi64(t0v, t2v),
+                              _mm256_unpacklo_epi64(t1v, t3v), _mm256_unpackhi_epi64(t1v, t3v)};
+        __m256i lo[4], hi[4];
+        for (int k = 0; k < 4; ++k) {
+          lo[k] = _mm256_and_si256(q[k], m0f);                        // elements 4k..4k+3
+          hi[k] = _mm256_and_si256(_mm256_srli_epi16(q[k], 4), m0f);  // elements 16+4k..16+4k+3
+        }
+        const __m256 dw = HalvesToFloat(_mm256_i32gather_epi32(reinterpret_cast<const int*>(rows[0] + boff), off, 1), false);
+        for (int t = 0; t < nt; ++t) {
+          const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t)) + b;
+          const size_t k0 = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b);
+          __m256i p = _mm256_setzero_si256();
+          for (int k = 0; k < 4; ++k) {
+            int32_t a_lo, a_hi;
+            std::memcpy(&a_lo, a->qs + 4 * k, 4);
+            std::memcpy(&a_hi, a->qs + 16 + 4 * k, 4);
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[k], _mm256_set1_epi32(a_lo)));
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[k], _mm256_set1_epi32(a_hi)));
+          }
+          const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p, ones16), _mm256_set1_epi32(info.corr[k0]));
+          // Reference order: sumi * (d_w * d_a).
+          acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(info.d[k0]))));
+        }
+      }
+      for (int t = 0; t < nt; ++t) StoreRows(y + static_cast<int64_t>(t0 + t) * ldy + r, acc[t], w.tensor_scale, scale, nr);
     }
   }
 }
@@ -164,11 +258,13 @@ void GemmQ6_K(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_t
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
     const __m256i off = RowOffsets(rows);
+    const uint8_t* next = w.data + static_cast<size_t>(r + kTileRows) * w.row_bytes;
     for (int t = 0; t < n_tokens; ++t) {
       const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
       __m256 acc = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ6_K);
+        if (t == 0) PrefetchNext(next + kTileRows * boff, kTileRows * sizeof(BlockQ6_K));
         const __m256i bs = Load256(a[b].bsums);
         __m256i s[kTileRows];
         for (int i = 0; i < kTileRows; ++i) s[i] = DotQ6_KBlock(reinterpret_cast<const BlockQ6_K*>(rows[i] + boff), a[b].qs, bs);
@@ -236,11 +332,13 @@ void GemmQ4_K(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_t
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
     const __m256i off = RowOffsets(rows);
+    const uint8_t* next = w.data + static_cast<size_t>(r + kTileRows) * w.row_bytes;
     for (int t = 0; t < n_tokens; ++t) {
       const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
       __m256 acc = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const size_t boff = static_cast<size_t>(b) * sizeof(BlockQ4_K);
+        if (t == 0) PrefetchNext(next + kTileRows * boff, kTileRows * sizeof(BlockQ4_K));
         const __m256i bs = Load256(a[b].bsums);
         __m256i s[kTileRows], m[kTileRows];
         for (int i = 0; i < kTileRows; ++i) {
@@ -269,12 +367,12 @@ void GemmQ4_K(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_t
 
 void GemmQ4_0Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                   int64_t r0, int64_t r1, float scale) {
-  GemmQ0<true>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  GemmQ4_0Rows8(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }
 
 void GemmQ8_0Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                   int64_t r0, int64_t r1, float scale) {
-  GemmQ0<false>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  GemmQ8_0(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }
 
 void GemmQ4_KAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
