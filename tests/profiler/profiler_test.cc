@@ -137,73 +137,62 @@ TEST(Ranking, SpearmanAndTopK) {
   EXPECT_DOUBLE_EQ(TopKOverlap({1, 5, 3, 4}, {9, 0, 8, 1}, 2), 0.0);
 }
 
-class RealProfile : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ModelLoadOptions lo;
-    ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &model_).ok());
-    options_ = new ProfileOptions();
-    options_->samples = 4;
-    options_->n_threads = 1;  // no OpenMP barriers: robust when ctest shares the cores
-    plan_ = new Plan();
-    plan_->key.max_kl = 0.0002;
-    plan_->key.mem_budget = 1ull << 32;
-    const Status st = ProfileModel(model_.get(), *options_, plan_);
-    ASSERT_TRUE(st.ok()) << st.message();
-  }
-  static void TearDownTestSuite() {
-    delete plan_;
-    delete options_;
-    model_.reset();
-  }
-  static std::unique_ptr<Model> model_;
-  static ProfileOptions* options_;
-  static Plan* plan_;
-};
-std::unique_ptr<Model> RealProfile::model_;
-ProfileOptions* RealProfile::options_ = nullptr;
-Plan* RealProfile::plan_ = nullptr;
+// One real profile of the bundled model (single-threaded: no OpenMP barriers, robust when ctest
+// shares the cores); the checks share it so ctest runs it once.
+TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
+  ProfileOptions options;
+  options.samples = 4;
+  options.n_threads = 1;
+  Plan plan;
+  plan.key.max_kl = 0.0002;
+  plan.key.mem_budget = 1ull << 32;
+  const Status st = ProfileModel(model.get(), options, &plan);
+  ASSERT_TRUE(st.ok()) << st.message();
 
-TEST_F(RealProfile, MeasuresFiniteNonNegativeKl) {
-  ASSERT_EQ(plan_->units.size(), static_cast<size_t>(model_->config().n_layer) + 1);
+  ASSERT_EQ(plan.units.size(), static_cast<size_t>(model->config().n_layer) + 1);
   double total = 0;
-  for (const auto& u : plan_->units) {
+  for (const auto& u : plan.units) {
     EXPECT_TRUE(std::isfinite(u.kl_int8)) << u.unit;
     EXPECT_GE(u.kl_int8, 0.0) << u.unit;
     EXPECT_GT(u.act_norm, 0.0) << u.unit;
     EXPECT_GT(u.ms_fp32, 0.0) << u.unit;
     EXPECT_GT(u.ms_int8, 0.0) << u.unit;
     EXPECT_FALSE(u.tensors.empty()) << u.unit;
+    EXPECT_EQ(u.placement, "resident") << u.unit;
     total += u.kl_int8;
   }
   EXPECT_GT(total, 0.0);  // int8 activations do change the distributions a little
-  EXPECT_TRUE(std::isfinite(plan_->kl_all_int8));
-  EXPECT_GT(plan_->kl_all_int8, 0.0);
-  EXPECT_LT(plan_->kl_all_int8, 0.1);
-  EXPECT_GE(plan_->spearman, -1.0);
-  EXPECT_LE(plan_->spearman, 1.0);
-  EXPECT_EQ(plan_->tensors.size(), model_->MatrixNames().size());
-}
+  EXPECT_TRUE(std::isfinite(plan.kl_all_int8));
+  EXPECT_GT(plan.kl_all_int8, 0.0);
+  EXPECT_LT(plan.kl_all_int8, 0.1);
+  EXPECT_GE(plan.spearman, -1.0);
+  EXPECT_LE(plan.spearman, 1.0);
+  EXPECT_EQ(plan.tensors.size(), model->MatrixNames().size());
 
-TEST_F(RealProfile, PlanRespectsMaxKl) {
-  EXPECT_LE(plan_->pred_kl, plan_->key.max_kl);
-  EXPECT_GE(plan_->kl_plan, 0.0);
-  // The measured KL of the plan stays near the (additive) prediction.
-  EXPECT_LT(plan_->kl_plan, 2 * plan_->key.max_kl + 1e-6);
-}
+  // The planner respects --max-kl; the measured KL of the plan stays near the (additive) prediction.
+  EXPECT_LE(plan.pred_kl, plan.key.max_kl);
+  EXPECT_GE(plan.kl_plan, 0.0);
+  EXPECT_LT(plan.kl_plan, 2 * plan.key.max_kl + 1e-6);
 
-TEST_F(RealProfile, AllFp32PlanHasNoKl) {
-  Plan fp32 = *plan_;
+  // The all-fp32 plan reproduces the baseline.
+  Plan fp32 = plan;
   for (auto& [name, prec] : fp32.tensors) prec = "fp32";
   double kl = -1;
-  ProfileOptions o = *options_;
-  o.samples = 2;
-  ASSERT_TRUE(MeasurePlanKl(model_.get(), o, fp32, &kl).ok());
+  options.samples = 2;
+  ASSERT_TRUE(MeasurePlanKl(model.get(), options, fp32, &kl).ok());
   EXPECT_GE(kl, 0.0);
   EXPECT_LT(kl, 1e-9);
 }
 
-TEST_F(RealProfile, RoundTripAndReport) {
+TEST(Report, RoundTripAndWellFormedHtml) {
+  Plan plan = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, 0.004, 1ull << 34);
+  plan.model_path = "m<&>.gguf";  // escaped in the HTML
+  plan.model_hash = "0123456789abcdef";
+  plan.isa = "avx2";
+  PlanFromProfile(TinyConfig(), 1000, &plan);
+  const Plan* plan_ = &plan;
   const std::string path = testing::TempPath("plan.json");
   ASSERT_TRUE(WritePlanFile(*plan_, path).ok());
   Plan back;
