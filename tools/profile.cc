@@ -152,9 +152,16 @@ int RunProfile(int argc, char** argv) {
   po.n_threads = cp.n_threads;
   po.kv_type = cp.kv_type;
   if (show_progress) {
-    po.progress = [](float f, const std::string& stage) {
-      std::fprintf(stderr, "\rprofile: %3d%% %-48s", static_cast<int>(f * 100.0f + 0.5f), stage.c_str());
-      if (f >= 1.0f) std::fprintf(stderr, "\n");
+    // One updating line on a terminal; one line per stage otherwise (logs, pipes).
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    po.progress = [tty](float f, const std::string& stage) {
+      const int pct = static_cast<int>(f * 100.0f + 0.5f);
+      if (tty) {
+        std::fprintf(stderr, "\rprofile: %3d%% %-48s", pct, stage.c_str());
+        if (f >= 1.0f) std::fprintf(stderr, "\n");
+      } else {
+        std::fprintf(stderr, "profile: %3d%% %s\n", pct, stage.c_str());
+      }
       std::fflush(stderr);
     };
   }
