@@ -25,7 +25,7 @@ nlohmann::json LoadRef(const std::string& name) {
 TEST(Generate, DefaultModelGreedyMatchesLlamaCppText) {
   std::string out, err;
   // No -m: the bundled default model is found from the working directory (the project root).
-  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 20 --temp 0", &out, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 20 --temp 0 -t 1", &out, &err), 0) << err;
   EXPECT_EQ(out.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0),
             0u)
       << out;
@@ -66,9 +66,9 @@ TEST(Generate, JsonIdsAndTopLogitsMatchReference) {
 
 TEST(Generate, SeededSamplingIsDeterministic) {
   std::string a, b, c, err;
-  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json", &a, &err), 0) << err;
-  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json", &b, &err), 0) << err;
-  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 43 --json", &c, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json -t 1", &a, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 42 --json -t 1", &b, &err), 0) << err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 24 --temp 1.0 --seed 43 --json -t 1", &c, &err), 0) << err;
   EXPECT_EQ(nlohmann::json::parse(a)["generated_ids"], nlohmann::json::parse(b)["generated_ids"]);
   EXPECT_NE(nlohmann::json::parse(a)["generated_ids"], nlohmann::json::parse(c)["generated_ids"]);
 }
@@ -112,7 +112,7 @@ TEST(Generate, InvalidUtf8PromptDoesNotCrash) {
   const std::string path = testing::TempPath("bad-utf8.txt");
   testing::WriteFileBytes(path, {0xff, 0xfe, ' ', 'a', 'b', 'c', ' ', 0xc3});
   std::string out, err;
-  EXPECT_EQ(RunTrine("generate -n 4 --temp 0 -f " + path, &out, &err), 0) << err;
+  EXPECT_EQ(RunTrine("generate -n 4 --temp 0 -t 1 -f " + path, &out, &err), 0) << err;
 }
 
 TEST(Chat, TwoTurnsThenEof) {
