@@ -188,6 +188,7 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
 
 TEST(Report, RoundTripAndWellFormedHtml) {
   Plan plan = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, 0.004, 1ull << 34);
+  for (size_t i = 0; i < plan.units.size(); ++i) plan.units[i].act_norm = 0.1 * static_cast<double>(i + 1);
   plan.model_path = "m<&>.gguf";  // escaped in the HTML
   plan.model_hash = "0123456789abcdef";
   plan.isa = "avx2";
@@ -236,6 +237,23 @@ TEST(Report, RoundTripAndWellFormedHtml) {
   }
   EXPECT_TRUE(stack.empty());
   EXPECT_EQ(svgs, 4u);
+  // The importance chart's bars carry the JSON's numbers: KL per unit, then activation norms.
+  {
+    const size_t a = html.find("<svg id=\"importance-chart\"");
+    const size_t b = html.find("</svg>", a);
+    ASSERT_NE(a, std::string::npos);
+    std::vector<double> values;
+    for (size_t i = html.find("data-value=\"", a); i < b; i = html.find("data-value=\"", i + 1)) {
+      values.push_back(std::strtod(html.c_str() + i + 12, nullptr));
+    }
+    const nlohmann::json j = PlanToJson(*plan_);
+    ASSERT_EQ(values.size(), 2 * j["layers"].size());
+    for (size_t u = 0; u < j["layers"].size(); ++u) {
+      EXPECT_NEAR(values[u], j["layers"][u]["kl_int8"].get<double>(), 1e-9);
+      EXPECT_NEAR(values[j["layers"].size() + u], j["layers"][u]["act_norm"].get<double>(), 1e-8);
+    }
+  }
+  EXPECT_NE(html.find("m&lt;&amp;&gt;.gguf"), std::string::npos);
   const std::string table = TerminalTable(*plan_);
   EXPECT_NE(table.find("blk.0"), std::string::npos);
   EXPECT_NE(table.find("output"), std::string::npos);
