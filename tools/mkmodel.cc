@@ -32,6 +32,7 @@
 #include "core/fp16.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "model_options.h"
 #include "tensor/dtype.h"
 
 namespace trine::cli {
@@ -231,24 +232,6 @@ Status WriteTensor(int fd, const std::string& path, const TensorSpec& t, const s
   return Status::Ok();
 }
 
-// Where the default vocabulary lives: ./models/vocab, then next to the binary (../models/vocab,
-// ./models/vocab), as the default model is found.
-std::string ResolveVocabPath(const std::string& file) {
-  std::vector<std::string> candidates = {"models/vocab/" + file};
-  char exe[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    std::string dir(exe);
-    dir = dir.substr(0, dir.rfind('/'));
-    candidates.push_back(dir + "/../models/vocab/" + file);
-    candidates.push_back(dir + "/models/vocab/" + file);
-  }
-  for (const auto& c : candidates) {
-    if (access(c.c_str(), R_OK) == 0) return c;
-  }
-  return candidates[0];
-}
 
 std::string Mib(uint64_t bytes) {
   char buf[32];
@@ -370,7 +353,7 @@ int RunMkmodel(int argc, char** argv) {
     return Fail("i2_s is bitnet.cpp's format, readable only in bitnet-b1.58 files: add --arch bitnet-b1.58");
   }
   if (o.embd_type == TypeId::kI2_S) return Fail("the token embedding cannot be i2_s (no row access)");
-  o.vocab_path = a.count("vocab") ? a["vocab"].as<std::string>() : ResolveVocabPath(o.preset->vocab);
+  o.vocab_path = a.count("vocab") ? a["vocab"].as<std::string>() : ResolveBundledPath(std::string("vocab/") + o.preset->vocab);
 
   // Vocabulary: every tokenizer.* key of the vocab file, verbatim.
   std::unique_ptr<GgufFile> vocab;

@@ -11,22 +11,25 @@
 
 namespace trine::cli {
 
-std::string ResolveModelPath(const std::string& given) {
-  if (!given.empty()) return given;
-  std::vector<std::string> candidates = {std::string("models/") + kDefaultModelName};
+std::string ResolveBundledPath(const std::string& relative) {
+  std::vector<std::string> candidates = {"models/" + relative};
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) {
     exe[n] = '\0';
     std::string dir(exe);
     dir = dir.substr(0, dir.rfind('/'));
-    candidates.push_back(dir + "/../models/" + kDefaultModelName);
-    candidates.push_back(dir + "/models/" + kDefaultModelName);
+    candidates.push_back(dir + "/../models/" + relative);
+    candidates.push_back(dir + "/models/" + relative);
   }
   for (const auto& c : candidates) {
     if (access(c.c_str(), R_OK) == 0) return c;
   }
   return candidates[0];
+}
+
+std::string ResolveModelPath(const std::string& given) {
+  return given.empty() ? ResolveBundledPath(kDefaultModelName) : given;
 }
 
 void AddModelOptions(cxxopts::Options& o, int default_ctx, int default_batch) {

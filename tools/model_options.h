@@ -16,6 +16,10 @@ namespace trine::cli {
 
 inline constexpr const char* kDefaultModelName = "bitnet-tiny-stories-TQ2_0-f16emb.gguf";
 
+// A file shipped under models/ (e.g. "vocab/ggml-vocab-llama-bpe.gguf"), looked up under ./models,
+// then ../models and ./models next to the binary; the first candidate when none exists.
+std::string ResolveBundledPath(const std::string& relative);
+
 // Returns the path to use for `-m`; `given` empty means the bundled default, looked up under
 // ./models, then ../models and ./models next to the binary.
 std::string ResolveModelPath(const std::string& given);
