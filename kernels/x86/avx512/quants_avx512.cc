@@ -29,6 +29,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/fp16.h"
@@ -191,7 +192,55 @@ inline void LoadTransposed16(const uint8_t* const rows[16], size_t off, __m512i 
   q[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-// Q4_0 / Q8_0 weights x Q8_0 activations with 16 rows in the lanes; any number of tokens.
+// One block of 16 rows, transposed and unpacked: v[k] (k < 4) holds elements 4k..4k+3 and v[4 + k]
+// elements 16+4k..16+4k+3 of each row as unsigned bytes (w + 8 or w + 128), one row per dword lane.
+template <bool kQ4>
+inline void UnpackRows16(const uint8_t* const rows[16], size_t qoff, __m512i v[8]) {
+  LoadTransposed16(rows, qoff, v);
+  if constexpr (kQ4) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      v[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v[k], 4), m0f);
+      v[k] = _mm512_and_si512(v[k], m0f);
+    }
+  } else {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    LoadTransposed16(rows, qoff + 16, v + 4);
+    for (int k = 0; k < 8; ++k) v[k] = _mm512_xor_si512(v[k], flip);
+  }
+}
+
+// acc += (sum of the block) * (d_w * d_a) for one token, 16 rows wide.
+inline __m512 Q0BlockToken(const __m512i v[8], __m512 dw, const int8_t* aq, int32_t corr, float da, __m512 acc) {
+  __m512i s = _mm512_set1_epi32(corr);
+  for (int k = 0; k < 4; ++k) {
+    int32_t a_lo, a_hi;
+    std::memcpy(&a_lo, aq + 4 * k, 4);
+    std::memcpy(&a_hi, aq + 16 + 4 * k, 4);
+    s = _mm512_dpbusd_epi32(s, v[k], _mm512_set1_epi32(a_lo));
+    s = _mm512_dpbusd_epi32(s, v[4 + k], _mm512_set1_epi32(a_hi));
+  }
+  // Reference order: sumi * (d_w * d_a).
+  return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da))));
+}
+
+// Per-thread staging of a transposed 16-row tile for batches (64-byte aligned lines).
+struct alignas(64) Line64 {
+  uint8_t b[64];
+};
+struct Q0Stage {
+  std::vector<Line64> v;   // (nb, 8): UnpackRows16 output per block
+  std::vector<Line64> dw;  // (nb): fp32 block scales of the 16 rows
+};
+
+Q0Stage& GetQ0Stage() {
+  thread_local Q0Stage s;
+  return s;
+}
+
+// Q4_0 / Q8_0 weights x Q8_0 activations with 16 rows in the lanes; any number of tokens. Up to 4
+// tokens reuse each block from registers; larger batches stage the whole tile once (16 rows x cols
+// bytes, in L1/L2) and run 8 tokens per pass over it.
 template <bool kQ4>
 void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                   int64_t r0, int64_t r1, float scale) {
@@ -200,8 +249,14 @@ void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int
   Q8_0ActInfo& info = GetActInfo();
   // The unsigned weights are w + 8 (Q4_0 nibbles) or w ^ 0x80 = w + 128 (Q8_0).
   GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, kQ4 ? 8 : 128, &info);
-  constexpr int kTok = 4;  // tokens per pass over a block (the transposed weights stay in registers)
-  const __m512i m0f = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  constexpr int kDecodeTok = 4, kBatchTok = 16;
+  const bool staged = n_tokens > kDecodeTok;
+  Q0Stage& st = GetQ0Stage();
+  if (staged && st.v.size() < static_cast<size_t>(nb) * 8) {
+    st.v.resize(static_cast<size_t>(nb) * 8);
+    st.dw.resize(static_cast<size_t>(nb));
+  }
+  const float out_scale = w.tensor_scale;
   for (int64_t r = r0; r < r1; r += 16) {
     const int nr = r1 - r < 16 ? static_cast<int>(r1 - r) : 16;
     const uint8_t* rows[16];
@@ -213,48 +268,54 @@ void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int
     const __m512i voff = _mm512_load_si512(off);
     const uint8_t* next = w.data + static_cast<size_t>(r + 16) * w.row_bytes;
     const __mmask16 store_mask = static_cast<__mmask16>((1u << nr) - 1);
-    for (int t0 = 0; t0 < n_tokens; t0 += kTok) {
-      const int nt = n_tokens - t0 < kTok ? n_tokens - t0 : kTok;
-      __m512 acc[kTok];
-      for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
+    auto store = [&](int t, __m512 acc) {
+      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(acc, _mm512_set1_ps(out_scale)), _mm512_set1_ps(scale));
+      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t) * ldy + r, store_mask, v);
+    };
+    auto token = [&](int t, int64_t b) {
+      const size_t k0 = static_cast<size_t>(t) * static_cast<size_t>(nb) + static_cast<size_t>(b);
+      const int8_t* aq = (reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t)) + b)->qs;
+      return std::make_pair(aq, k0);
+    };
+    if (!staged) {
+      __m512 acc[kDecodeTok];
+      for (int t = 0; t < kDecodeTok; ++t) acc[t] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const size_t qoff = static_cast<size_t>(b) * kBlockBytes + 2;
-        if (t0 == 0) PrefetchNext(next + 16 * (qoff - 2), 16 * kBlockBytes);
-        // lo[k]: elements 4k..4k+3 of the 16 rows; hi[k]: elements 16+4k..16+4k+3.
-        __m512i lo[4], hi[4];
-        LoadTransposed16(rows, qoff, lo);
-        if constexpr (kQ4) {
-          for (int k = 0; k < 4; ++k) {
-            hi[k] = _mm512_and_si512(_mm512_srli_epi16(lo[k], 4), m0f);
-            lo[k] = _mm512_and_si512(lo[k], m0f);
-          }
-        } else {
-          LoadTransposed16(rows, qoff + 16, hi);
-          for (int k = 0; k < 4; ++k) {
-            lo[k] = _mm512_xor_si512(lo[k], flip);
-            hi[k] = _mm512_xor_si512(hi[k], flip);
-          }
-        }
+        PrefetchNext(next + 16 * (qoff - 2), 16 * kBlockBytes);
+        __m512i v[8];
+        UnpackRows16<kQ4>(rows, qoff, v);
         const __m512 dw = HalvesToFloat(_mm512_i32gather_epi32(voff, rows[0] + qoff - 2, 1));
-        for (int t = 0; t < nt; ++t) {
-          const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t)) + b;
-          const size_t k0 = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b);
-          __m512i s = _mm512_set1_epi32(info.corr[k0]);
-          for (int k = 0; k < 4; ++k) {
-            int32_t a_lo, a_hi;
-            std::memcpy(&a_lo, a->qs + 4 * k, 4);
-            std::memcpy(&a_hi, a->qs + 16 + 4 * k, 4);
-            s = _mm512_dpbusd_epi32(s, lo[k], _mm512_set1_epi32(a_lo));
-            s = _mm512_dpbusd_epi32(s, hi[k], _mm512_set1_epi32(a_hi));
-          }
-          // Reference order: sumi * (d_w * d_a).
-          acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(info.d[k0]))));
+        for (int t = 0; t < n_tokens; ++t) {
+          const auto [aq, k0] = token(t, b);
+          acc[t] = Q0BlockToken(v, dw, aq, info.corr[k0], info.d[k0], acc[t]);
         }
       }
-      for (int t = 0; t < nt; ++t) {
-        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(acc[t], _mm512_set1_ps(w.tensor_scale)), _mm512_set1_ps(scale));
-        _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + r, store_mask, v);
+      for (int t = 0; t < n_tokens; ++t) store(t, acc[t]);
+      continue;
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t qoff = static_cast<size_t>(b) * kBlockBytes + 2;
+      PrefetchNext(next + 16 * (qoff - 2), 16 * kBlockBytes);
+      __m512i v[8];
+      UnpackRows16<kQ4>(rows, qoff, v);
+      for (int k = 0; k < 8; ++k) _mm512_store_si512(st.v[static_cast<size_t>(b) * 8 + static_cast<size_t>(k)].b, v[k]);
+      _mm512_store_ps(st.dw[static_cast<size_t>(b)].b, HalvesToFloat(_mm512_i32gather_epi32(voff, rows[0] + qoff - 2, 1)));
+    }
+    for (int t0 = 0; t0 < n_tokens; t0 += kBatchTok) {
+      const int nt = n_tokens - t0 < kBatchTok ? n_tokens - t0 : kBatchTok;
+      __m512 acc[kBatchTok];
+      for (int t = 0; t < kBatchTok; ++t) acc[t] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        __m512i v[8];
+        for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(st.v[static_cast<size_t>(b) * 8 + static_cast<size_t>(k)].b);
+        const __m512 dw = _mm512_load_ps(st.dw[static_cast<size_t>(b)].b);
+        for (int t = 0; t < nt; ++t) {
+          const auto [aq, k0] = token(t0 + t, b);
+          acc[t] = Q0BlockToken(v, dw, aq, info.corr[k0], info.d[k0], acc[t]);
+        }
       }
+      for (int t = 0; t < nt; ++t) store(t0 + t, acc[t]);
     }
   }
 }
