@@ -46,6 +46,27 @@ void KvCache::LoadV(int layer, int pos, int offset, int n, float* dst) const {
   }
 }
 
+void ForwardState::Resize(const Model& m, int n, int past) {
+  const ModelConfig& c = m.config();
+  model = &m;
+  n_tokens = n;
+  n_past = past;
+  const size_t N = static_cast<size_t>(n);
+  const size_t E = static_cast<size_t>(c.n_embd);
+  const size_t qd = static_cast<size_t>(c.n_head) * static_cast<size_t>(c.head_dim);
+  const size_t kvd = static_cast<size_t>(c.n_head_kv) * static_cast<size_t>(c.head_dim);
+  const size_t F = static_cast<size_t>(c.n_ff);
+  x.resize(N * E);
+  xb.resize(N * E);
+  q.resize(N * qd);
+  k.resize(N * kvd);
+  v.resize(N * kvd);
+  att.resize(N * qd);
+  proj.resize(N * E);
+  hb.resize(N * F);
+  hb2.resize(N * F);
+}
+
 Status Context::Create(const Model& model, const ContextParams& params, std::unique_ptr<Context>* out) {
   const ModelConfig& c = model.config();
   ContextParams p = params;
@@ -114,22 +135,8 @@ Status Context::Decode(const int32_t* tokens, int n, bool all_logits) {
 Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0) {
   const ModelConfig& c = model_->config();
   ForwardState& st = st_;
-  st.n_tokens = n;
-  st.n_past = n_past_;
-  const size_t N = static_cast<size_t>(n);
+  st.Resize(*model_, n, n_past_);
   const size_t E = static_cast<size_t>(c.n_embd);
-  const size_t qd = static_cast<size_t>(c.n_head) * static_cast<size_t>(c.head_dim);
-  const size_t kvd = static_cast<size_t>(kv_.kv_dim);
-  const size_t F = static_cast<size_t>(c.n_ff);
-  st.x.resize(N * E);
-  st.xb.resize(N * E);
-  st.q.resize(N * qd);
-  st.k.resize(N * kvd);
-  st.v.resize(N * kvd);
-  st.att.resize(N * qd);
-  st.proj.resize(N * E);
-  st.hb.resize(N * F);
-  st.hb2.resize(N * F);
 
   for (int t = 0; t < n; ++t) model_->EmbedToken(tokens[t], st.x.data() + static_cast<size_t>(t) * E);
   const bool bitnet = c.arch != Arch::kLlama;

@@ -51,6 +51,9 @@ struct ForwardState {
   std::vector<float> hb;    // (n_tokens, F) gate
   std::vector<float> hb2;   // (n_tokens, F) up
   std::vector<uint8_t> act; // quantized activations scratch
+
+  // Sizes every buffer for a batch of n tokens of `model` at position n_past.
+  void Resize(const Model& m, int n, int past);
 };
 
 class Context {
