@@ -269,6 +269,14 @@ uint64_t MachineAvailableBytes() {
   return a != 0 ? a : MachineRamBytes() / 2;
 }
 
+std::vector<std::string> PlanF32Tensors(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& [name, prec] : plan.tensors) {
+    if (prec == "fp32") out.push_back(name);
+  }
+  return out;
+}
+
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
   for (const auto& [name, prec] : plan.tensors) {
     Status s = model->SetF32Activations(name, prec != "int8");

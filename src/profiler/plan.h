@@ -117,6 +117,10 @@ std::string MachineIsa();
 uint64_t MachineRamBytes();       // MemTotal
 uint64_t MachineAvailableBytes();  // MemAvailable (falls back to MemTotal / 2)
 
+// The plan's fp32-activation tensors, for ModelLoadOptions::f32_activation_tensors (applying a
+// plan's precisions at load time, as a loader that knows nothing of plans would).
+std::vector<std::string> PlanF32Tensors(const Plan& plan);
+
 // Sets each tensor's activation precision as the plan says (unknown names are errors), and
 // advises the kernel about each layer's placement (resident: MADV_WILLNEED and, with try_mlock,
 // mlock; page_cache: MADV_NORMAL; streamed: MADV_RANDOM). *summary receives a one-line account.

@@ -176,6 +176,34 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
   EXPECT_GE(plan.kl_plan, 0.0);
   EXPECT_LT(plan.kl_plan, 2 * plan.key.max_kl + 1e-6);
 
+  // A plan applied to a loaded model gives the same logits as the same precisions given at load.
+  {
+    Plan mixed = plan;
+    int i = 0;
+    for (auto& [name, prec] : mixed.tensors) prec = (i++ % 3 == 0) ? "fp32" : "int8";
+    ModelLoadOptions lo;
+    lo.f32_activation_tensors = PlanF32Tensors(mixed);
+    ASSERT_FALSE(lo.f32_activation_tensors.empty());
+    std::unique_ptr<Model> at_load;
+    ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &at_load).ok());
+    ASSERT_TRUE(ApplyPlan(mixed, model.get(), false, nullptr).ok());
+    const std::vector<int32_t> toks = {1, 100, 200, 300, 400, 500};
+    std::vector<std::vector<float>> logits;
+    for (Model* m : {model.get(), at_load.get()}) {
+      ContextParams cp;
+      cp.n_ctx = 16;
+      cp.n_threads = 1;
+      std::unique_ptr<Context> ctx;
+      ASSERT_TRUE(Context::Create(*m, cp, &ctx).ok());
+      ASSERT_TRUE(ctx->Decode(toks.data(), static_cast<int>(toks.size()), false).ok());
+      logits.emplace_back(ctx->logits(0), ctx->logits(0) + ctx->n_vocab());
+    }
+    EXPECT_EQ(logits[0], logits[1]);
+    Plan bad = mixed;
+    bad.tensors["no.such.weight"] = "fp32";
+    EXPECT_FALSE(ApplyPlan(bad, model.get(), false, nullptr).ok());
+  }
+
   // The all-fp32 plan reproduces the baseline.
   Plan fp32 = plan;
   for (auto& [name, prec] : fp32.tensors) prec = "fp32";
