@@ -14,7 +14,9 @@ namespace trine::cli {
 using profiler::Plan;
 
 int RunReport(int argc, char** argv) {
-  cxxopts::Options opts("trine report", "Render report.html and the terminal table from a profile report or plan.");
+  cxxopts::Options opts("trine report",
+                        "trine report DIR [--from FILE]: render DIR/report.html and the terminal table from a profile "
+                        "report (DIR/report.json) or a plan file.");
   opts.add_options()("from", "plan or report JSON to render (default: DIR/report.json)", cxxopts::value<std::string>())(
       "h,help", "show this help");
   opts.positional_help("DIR");
