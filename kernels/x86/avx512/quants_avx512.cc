@@ -13,7 +13,8 @@
 //  * Q4_0 / Q8_0, all token counts: 16 rows in the lanes. The 16 quant bytes of each row's block
 //    are transposed 4 bytes at a time (row i in dword lane i), so one vpdpbusd against a broadcast
 //    of 4 activations advances all 16 rows and every lane ends as one (row, block) sum: no
-//    horizontal reduction. Up to 4 tokens reuse the transposed block from registers.
+//    horizontal reduction. Up to 4 tokens reuse the transposed block from registers; larger
+//    batches stage the transposed tile once per call and run 16 tokens per pass over it.
 //  * Q4_K / Q6_K below kTokenLaneMin tokens (decode): a tile of 8 rows; each row's block is
 //    unpacked to unsigned bytes and dotted with the token's activations (vpmaddubsw, then
 //    vpdpwssd against the per-16/32 scales), the 8 per-row int32 vectors are reduced together by

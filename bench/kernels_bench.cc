@@ -1,0 +1,181 @@
+// Kernel throughput: every GemmFn variant x ISA level x real projection shapes (BitNet b1.58 2B4T
+// and Llama-3.2-1B), decode (1 token) and prefill (128 tokens), single-threaded and called in the
+// runtime's 16-row chunks (src/model/ops.cc MatMul). Counters: GB/s of weight bytes read (decode is
+// bandwidth-bound) and GOPS (2 x rows x cols x tokens per second), both per CPU second (the
+// machines are shared: CPU time is steadier than wall time for a single-threaded loop).
+// Activations are quantized once, outside the timed loop, as the runtime does per matmul input.
+//
+// Run: ./build/bench/kernels_bench --benchmark_counters_tabular=true [--benchmark_filter=q6_K]
+//      [--benchmark_out=k.json --benchmark_out_format=json]
+// Name: gemm/<weight type>[_mulfree]/<isa>/<model>.<tensor>/t<tokens>. The weights of one matrix
+// are rebuilt only when the type or shape changes (the LM head is ~0.3 GB).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+#include "tensor/dtype.h"
+
+namespace {
+
+using trine::TypeId;
+using trine::kernels::Isa;
+using trine::kernels::TernaryVariant;
+
+struct Shape {
+  const char* name;  // model.tensor
+  int64_t rows;      // outputs (ne[1])
+  int64_t cols;      // inputs (ne[0])
+  bool output;       // the LM head: decode only, and only the embedding/head types
+};
+
+// BitNet b1.58 2B4T: E 2560, F 6912, KV 5 x 128, V 128256. Llama-3.2-1B: E 2048, F 8192, KV 8 x 64.
+const Shape kShapes[] = {
+    {"bitnet2b.attn_q", 2560, 2560, false},    {"bitnet2b.attn_kv", 640, 2560, false},
+    {"bitnet2b.ffn_up", 6912, 2560, false},    {"bitnet2b.ffn_down", 2560, 6912, false},
+    {"bitnet2b.output", 128256, 2560, true},   {"llama1b.attn_q", 2048, 2048, false},
+    {"llama1b.attn_kv", 512, 2048, false},     {"llama1b.ffn_up", 8192, 2048, false},
+    {"llama1b.ffn_down", 2048, 8192, false},   {"llama1b.output", 128256, 2048, true},
+};
+
+struct Variant {
+  const char* name;
+  TypeId type;
+  TernaryVariant variant;
+  bool head_type;  // used for the output matrix in the reference model files
+};
+
+const Variant kVariants[] = {
+    {"tq2_0", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false},
+    {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
+    {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
+    {"q8_0", TypeId::kQ8_0, TernaryVariant::kDefault, true},
+    {"q4_K", TypeId::kQ4_K, TernaryVariant::kDefault, false},
+    {"q6_K", TypeId::kQ6_K, TernaryVariant::kDefault, true},
+    {"f16", TypeId::kF16, TernaryVariant::kDefault, false},
+    {"f32", TypeId::kF32, TernaryVariant::kDefault, false},
+};
+
+// One weight matrix at a time (the LM head is ~0.3 GB): rebuilt only when the type or shape
+// changes. A 32-row tile is quantized from random values and repeated, which keeps setup fast;
+// the kernels' speed does not depend on the values.
+struct WeightCache {
+  TypeId type = TypeId::kF32;
+  int64_t rows = 0, cols = 0;
+  std::vector<uint8_t> data;
+  size_t row_bytes = 0;
+};
+
+WeightCache& Weights(TypeId type, int64_t rows, int64_t cols) {
+  static WeightCache c;
+  if (c.type == type && c.rows == rows && c.cols == cols && !c.data.empty()) return c;
+  c.data.clear();
+  c.data.shrink_to_fit();
+  constexpr int64_t kTile = 32;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  const bool ternary = type == TypeId::kTQ2_0;
+  std::vector<float> wf(static_cast<size_t>(kTile * cols));
+  for (auto& v : wf) v = ternary ? 0.02f * static_cast<float>(static_cast<int>(rng() % 3) - 1) : nd(rng);
+  uint64_t tile_bytes = 0;
+  trine::TensorBytes(type, kTile * cols, &tile_bytes);
+  std::vector<uint8_t> tile(tile_bytes);
+  if (!trine::QuantizeTensor(type, wf.data(), kTile * cols, cols, tile.data()).ok()) return c;
+  c.row_bytes = static_cast<size_t>(tile_bytes / kTile);
+  c.data.resize(c.row_bytes * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; r += kTile) {
+    const int64_t n = rows - r < kTile ? rows - r : kTile;
+    std::memcpy(c.data.data() + static_cast<size_t>(r) * c.row_bytes, tile.data(), static_cast<size_t>(n) * c.row_bytes);
+  }
+  c.type = type;
+  c.rows = rows;
+  c.cols = cols;
+  return c;
+}
+
+void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens) {
+  if (!trine::kernels::IsaSupported(isa)) {
+    state.SkipWithError("ISA not available on this CPU/build");
+    return;
+  }
+  WeightCache& wc = Weights(v.type, s.rows, s.cols);
+  if (wc.data.empty()) {
+    state.SkipWithError("quantization failed");
+    return;
+  }
+  trine::kernels::WeightView w;
+  w.type = v.type;
+  w.rows = s.rows;
+  w.cols = s.cols;
+  w.data = wc.data.data();
+  w.row_bytes = wc.row_bytes;
+  std::string kname;
+  const trine::kernels::GemmFn fn = trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
+
+  const size_t act = trine::kernels::ActivationBytes(v.type, s.cols);
+  std::vector<uint8_t> xq(act * static_cast<size_t>(n_tokens));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(s.cols));
+  for (int t = 0; t < n_tokens; ++t) {
+    for (auto& e : x) e = nd(rng);
+    trine::kernels::QuantizeActivations(v.type, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+  }
+  std::vector<float> y(static_cast<size_t>(s.rows) * static_cast<size_t>(n_tokens));
+  constexpr int64_t kChunk = 16;  // as ops::MatMul
+  for (auto _ : state) {
+    for (int64_t r = 0; r < s.rows; r += kChunk) {
+      fn(w, xq.data(), act, n_tokens, y.data(), s.rows, r, r + kChunk < s.rows ? r + kChunk : s.rows, 1.0f);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(wc.data.size()) * it, benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["GOPS"] = benchmark::Counter(2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols) *
+                                                  n_tokens * it,
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel(kname);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const Shape& s : kShapes) {
+    for (const Variant& v : kVariants) {
+      if (s.output && !v.head_type) continue;
+      for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        // Decode and a 128-token prompt everywhere; a token-count sweep on one shape (where the
+        // kernels switch loop shapes, kernels/README.md).
+        std::vector<int> toks = {1, 128};
+        if (std::string(s.name) == "llama1b.ffn_down") toks = {1, 2, 4, 8, 16, 32, 128};
+        for (int n_tokens : toks) {
+          if (s.output && n_tokens > 1) continue;  // prefill computes logits of the last token only
+          // The scalar reference at 128 tokens takes seconds per call: only on the small K/V shape.
+          if (isa == Isa::kRef && n_tokens > 1 && s.rows > 640) continue;
+          if (isa == Isa::kRef && s.output) continue;
+          if (!trine::kernels::IsaSupported(isa) && isa != Isa::kRef) continue;
+          // A variant this ISA lacks falls back to another kernel: measured under that one's name.
+          if (v.variant == TernaryVariant::kMulFree &&
+              trine::kernels::SelectGemm(v.type, isa, v.variant, nullptr) ==
+                  trine::kernels::SelectGemm(v.type, isa, TernaryVariant::kInt8Dot, nullptr)) {
+            continue;
+          }
+          const std::string name = std::string("gemm/") + v.name + "/" + trine::kernels::IsaName(isa) + "/" + s.name +
+                                   "/t" + std::to_string(n_tokens);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, v, isa, s, n_tokens)->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
