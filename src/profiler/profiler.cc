@@ -200,19 +200,7 @@ struct LayerDriver {
   void Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
     const ModelConfig& c = m->config();
     const size_t N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
-    const size_t qd = static_cast<size_t>(c.n_head) * static_cast<size_t>(c.head_dim);
-    const size_t kvd = static_cast<size_t>(kv.kv_dim), F = static_cast<size_t>(c.n_ff);
-    st.n_tokens = n;
-    st.n_past = n_past;
-    st.x.resize(N * E);
-    st.xb.resize(N * E);
-    st.q.resize(N * qd);
-    st.k.resize(N * kvd);
-    st.v.resize(N * kvd);
-    st.att.resize(N * qd);
-    st.proj.resize(N * E);
-    st.hb.resize(N * F);
-    st.hb2.resize(N * F);
+    st.Resize(*m, n, n_past);  // the buffers DecodeBatch sizes, in one place
     for (int t = 0; t < n; ++t) m->EmbedToken(toks[t], st.x.data() + static_cast<size_t>(t) * E);
     auto mean_abs = [&]() {
       double s = 0;
@@ -463,12 +451,18 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   }
   plan->pred_kl = kl;
   plan->tensors.clear();
-  double ms_plan = plan->pred_tok_s_fp32 > 0 ? 1000.0 / plan->pred_tok_s_fp32 : 0;
-  double ms_i8 = ms_plan;
+  // Predicted ms/token = the measured all-fp32 decode time not spent in the profiled units
+  // (embedding, sampling overhead; clamped at 0 when timing noise makes it negative) + each unit's
+  // measured time in its chosen precision. Always > 0.
+  double units_fp32 = 0;
+  for (const PlanUnit& u : units) units_fp32 += u.ms_fp32;
+  const double anchor = plan->pred_tok_s_fp32 > 0 ? 1000.0 / plan->pred_tok_s_fp32 : units_fp32;
+  const double overhead = std::max(0.0, anchor - units_fp32);
+  double ms_plan = overhead, ms_i8 = overhead;
   for (const PlanUnit& u : units) {
     for (const std::string& t : u.tensors) plan->tensors[t] = u.precision;
-    if (u.precision == "int8") ms_plan -= u.ms_fp32 - u.ms_int8;
-    ms_i8 -= u.ms_fp32 - u.ms_int8;
+    ms_plan += u.precision == "int8" ? u.ms_int8 : u.ms_fp32;
+    ms_i8 += u.ms_int8;
   }
   plan->pred_tok_s = ms_plan > 0 ? 1000.0 / ms_plan : 0;
   plan->pred_tok_s_int8 = ms_i8 > 0 ? 1000.0 / ms_i8 : 0;
