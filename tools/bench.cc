@@ -319,8 +319,8 @@ int RunBench(int argc, char** argv) {
     if (!mem.ok()) return Fail("--membw: cannot allocate " + std::to_string(membw_mib) + " MiB");
     for (int t : threads) {
       bw[t] = mem.Measure(t, 5);
-      std::fprintf(stderr, "bench: memory read bandwidth, %d thread%s: %.1f GB/s (best of 5 over %d MiB)\n", t,
-                   t == 1 ? "" : "s", bw[t], membw_mib);
+      std::fprintf(stderr, "bench: memory read bandwidth, %d thread%s: %.1f GB/s (best of 5 over %d MiB, %s loads)\n", t,
+                   t == 1 ? "" : "s", bw[t], membw_mib, mem.loop().c_str());
     }
   }
 

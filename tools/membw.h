@@ -1,17 +1,18 @@
 // Memory read bandwidth, measured the simple way: OpenMP threads each sum their static share of a
-// large buffer (64-bit integer adds, several accumulators so the loads are the bottleneck). This
-// is the figure `trine bench --membw` compares decode speed with (the "roofline" of peers.md).
+// large buffer (64-bit integer adds with the widest vector loads the CPU has, four accumulators, so
+// memory is the bottleneck, not the loop). This is the figure `trine bench --membw` compares
+// decode speed with (the "roofline" of peers.md).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <string>
 
 namespace trine::cli {
 
 class MemoryBandwidth {
  public:
-  // Allocates and fills `bytes` (rounded down to 64-byte lines) once.
+  // Allocates and fills `bytes` (rounded down to 256 bytes) once.
   explicit MemoryBandwidth(size_t bytes);
   ~MemoryBandwidth();
   MemoryBandwidth(const MemoryBandwidth&) = delete;
@@ -19,6 +20,7 @@ class MemoryBandwidth {
 
   bool ok() const { return data_ != nullptr; }
   size_t bytes() const { return n_words_ * sizeof(uint64_t); }
+  const std::string& loop() const { return loop_; }  // "avx512", "avx2", "sse2" or "portable"
 
   // One pass with `n_threads` threads; returns GB/s (1e9 bytes per second).
   double ReadOnce(int n_threads);
@@ -28,6 +30,7 @@ class MemoryBandwidth {
  private:
   uint64_t* data_ = nullptr;
   size_t n_words_ = 0;
+  std::string loop_ = "portable";
   volatile uint64_t sink_ = 0;
 };
 
