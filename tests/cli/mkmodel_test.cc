@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct TypeCase {
   const char* type;
   const char* arch;  // "" = the preset's (bitnet)
 };
+
+void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.type << (*c.arch ? " " : "") << c.arch; }
 
 class MkmodelTiny : public ::testing::TestWithParam<TypeCase> {};
 
