@@ -125,32 +125,26 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     const std::string p = "blk." + std::to_string(l) + ".";
     TRINE_RETURN_IF_ERROR(ReadVector(f, p + "attn_norm.weight", &L.attn_norm));
     TRINE_RETURN_IF_ERROR(ReadVector(f, p + "ffn_norm.weight", &L.ffn_norm));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_q.weight", &L.wq));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_k.weight", &L.wk));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_v.weight", &L.wv));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "attn_output.weight", &L.wo));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_gate.weight", &L.w_gate));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_up.weight", &L.w_up));
-    TRINE_RETURN_IF_ERROR(BindMatrix(f, p + "ffn_down.weight", &L.w_down));
-    for (auto [suffix, w] : {std::pair<const char*, kernels::WeightView*>{"attn_q.weight", &L.wq},
-                             {"attn_k.weight", &L.wk},
-                             {"attn_v.weight", &L.wv},
-                             {"attn_output.weight", &L.wo},
-                             {"ffn_gate.weight", &L.w_gate},
-                             {"ffn_up.weight", &L.w_up},
-                             {"ffn_down.weight", &L.w_down}}) {
-      TRINE_RETURN_IF_ERROR(m->BindKernel(p + suffix, w, options.ternary_variant));
+    struct Matrix {
+      const char* name;
+      kernels::WeightView* view;
+      float* scale;  // bitnet's optional per-tensor output multiplier
+    };
+    const Matrix matrices[] = {{"attn_q", &L.wq, &L.s_q},          {"attn_k", &L.wk, &L.s_k},
+                               {"attn_v", &L.wv, &L.s_v},          {"attn_output", &L.wo, &L.s_o},
+                               {"ffn_gate", &L.w_gate, &L.s_gate}, {"ffn_up", &L.w_up, &L.s_up},
+                               {"ffn_down", &L.w_down, &L.s_down}};
+    for (const Matrix& mx : matrices) {
+      const std::string name = p + mx.name;
+      TRINE_RETURN_IF_ERROR(BindMatrix(f, name + ".weight", mx.view));
+      TRINE_RETURN_IF_ERROR(m->BindKernel(name + ".weight", mx.view, options.ternary_variant));
+      if (bitnet) {
+        TRINE_RETURN_IF_ERROR(ReadScale(f, name + ".scale", mx.scale));
+      }
     }
     if (bitnet) {
       TRINE_RETURN_IF_ERROR(ReadVector(f, p + "attn_sub_norm.weight", &L.attn_sub_norm));
       TRINE_RETURN_IF_ERROR(ReadVector(f, p + "ffn_sub_norm.weight", &L.ffn_sub_norm));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_q.scale", &L.s_q));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_k.scale", &L.s_k));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_v.scale", &L.s_v));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "attn_output.scale", &L.s_o));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_gate.scale", &L.s_gate));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_up.scale", &L.s_up));
-      TRINE_RETURN_IF_ERROR(ReadScale(f, p + "ffn_down.scale", &L.s_down));
     }
     if (options.progress && !options.progress(static_cast<float>(l + 1) / static_cast<float>(c.n_layer))) {
       return Status(StatusCode::kCancelled, path + ": load cancelled");
