@@ -20,7 +20,11 @@
 namespace trine::cli {
 namespace {
 
-// Each sums words [0, n) (n a multiple of 32) with `n_threads` threads, static partition.
+// Each sums words [begin, end) of d (a multiple of 32 words apart) with four independent
+// accumulators. The OpenMP region lives in ParallelSum, outside these functions: clang does not
+// carry a `target` attribute into the function it outlines for a parallel region.
+using RangeSum = uint64_t (*)(const uint64_t* d, int64_t begin, int64_t end);
+
 #if TRINE_MEMBW_X86
 // GCC 12's AVX-512 headers trip a false uninitialized warning on lanes they leave undefined by
 // design (see src/CMakeLists.txt for the kernels' equivalent).
@@ -29,71 +33,70 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-__attribute__((target("avx512f"))) uint64_t SumAvx512(const uint64_t* d, int64_t n, int n_threads) {
-  uint64_t total = 0;
-#pragma omp parallel num_threads(n_threads) reduction(+ : total)
-  {
-    __m512i a = _mm512_setzero_si512(), b = a, c = a, e = a;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; i += 32) {
-      a = _mm512_add_epi64(a, _mm512_load_si512(d + i));
-      b = _mm512_add_epi64(b, _mm512_load_si512(d + i + 8));
-      c = _mm512_add_epi64(c, _mm512_load_si512(d + i + 16));
-      e = _mm512_add_epi64(e, _mm512_load_si512(d + i + 24));
-    }
-    total += static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, e))));
+__attribute__((target("avx512f"))) uint64_t SumAvx512(const uint64_t* d, int64_t begin, int64_t end) {
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, e = a;
+  for (int64_t i = begin; i < end; i += 32) {
+    a = _mm512_add_epi64(a, _mm512_load_si512(d + i));
+    b = _mm512_add_epi64(b, _mm512_load_si512(d + i + 8));
+    c = _mm512_add_epi64(c, _mm512_load_si512(d + i + 16));
+    e = _mm512_add_epi64(e, _mm512_load_si512(d + i + 24));
   }
-  return total;
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, e))));
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 
-__attribute__((target("avx2"))) uint64_t SumAvx2(const uint64_t* d, int64_t n, int n_threads) {
-  uint64_t total = 0;
-#pragma omp parallel num_threads(n_threads) reduction(+ : total)
-  {
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, e = a;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; i += 16) {
-      a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i)));
-      b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 4)));
-      c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 8)));
-      e = _mm256_add_epi64(e, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 12)));
-    }
-    alignas(32) uint64_t t[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, e)));
-    total += t[0] + t[1] + t[2] + t[3];
+__attribute__((target("avx2"))) uint64_t SumAvx2(const uint64_t* d, int64_t begin, int64_t end) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, e = a;
+  for (int64_t i = begin; i < end; i += 16) {
+    a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i)));
+    b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 4)));
+    c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 8)));
+    e = _mm256_add_epi64(e, _mm256_load_si256(reinterpret_cast<const __m256i*>(d + i + 12)));
   }
-  return total;
+  alignas(32) uint64_t t[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(t), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, e)));
+  return t[0] + t[1] + t[2] + t[3];
 }
 
-uint64_t SumSse2(const uint64_t* d, int64_t n, int n_threads) {
+uint64_t SumSse2(const uint64_t* d, int64_t begin, int64_t end) {
+  __m128i a = _mm_setzero_si128(), b = a, c = a, e = a;
+  for (int64_t i = begin; i < end; i += 8) {
+    a = _mm_add_epi64(a, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i)));
+    b = _mm_add_epi64(b, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 2)));
+    c = _mm_add_epi64(c, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 4)));
+    e = _mm_add_epi64(e, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 6)));
+  }
+  alignas(16) uint64_t t[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(t), _mm_add_epi64(_mm_add_epi64(a, b), _mm_add_epi64(c, e)));
+  return t[0] + t[1];
+}
+#else
+uint64_t SumPortable(const uint64_t* d, int64_t begin, int64_t end) {
+  uint64_t a = 0, b = 0, c = 0, e = 0;
+  for (int64_t i = begin; i < end; i += 4) {
+    a += d[i];
+    b += d[i + 1];
+    c += d[i + 2];
+    e += d[i + 3];
+  }
+  return a + b + c + e;
+}
+#endif
+
+// Static partition of [0, n) in 32-word steps: each thread reads one contiguous range.
+uint64_t ParallelSum(RangeSum sum, const uint64_t* d, int64_t n, int n_threads) {
   uint64_t total = 0;
+  const int64_t steps = n / 32;
 #pragma omp parallel num_threads(n_threads) reduction(+ : total)
   {
-    __m128i a = _mm_setzero_si128(), b = a, c = a, e = a;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; i += 8) {
-      a = _mm_add_epi64(a, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i)));
-      b = _mm_add_epi64(b, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 2)));
-      c = _mm_add_epi64(c, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 4)));
-      e = _mm_add_epi64(e, _mm_load_si128(reinterpret_cast<const __m128i*>(d + i + 6)));
-    }
-    alignas(16) uint64_t t[2];
-    _mm_store_si128(reinterpret_cast<__m128i*>(t), _mm_add_epi64(_mm_add_epi64(a, b), _mm_add_epi64(c, e)));
-    total += t[0] + t[1];
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = steps * t / nt * 32, end = steps * (t + 1) / nt * 32;
+    total += sum(d, begin, end);
   }
   return total;
 }
-#else
-uint64_t SumPortable(const uint64_t* d, int64_t n, int n_threads) {
-  uint64_t total = 0;
-#pragma omp parallel for schedule(static) num_threads(n_threads) reduction(+ : total)
-  for (int64_t i = 0; i < n; ++i) total += d[i];
-  return total;
-}
-#endif
 
 }  // namespace
 
@@ -126,18 +129,12 @@ MemoryBandwidth::~MemoryBandwidth() { std::free(data_); }
 double MemoryBandwidth::ReadOnce(int n_threads) {
   const int64_t n = static_cast<int64_t>(n_words_);
   const auto t0 = std::chrono::steady_clock::now();
-  uint64_t total = 0;
 #if TRINE_MEMBW_X86
-  if (loop_ == "avx512") {
-    total = SumAvx512(data_, n, n_threads);
-  } else if (loop_ == "avx2") {
-    total = SumAvx2(data_, n, n_threads);
-  } else {
-    total = SumSse2(data_, n, n_threads);
-  }
+  const RangeSum sum = loop_ == "avx512" ? SumAvx512 : loop_ == "avx2" ? SumAvx2 : SumSse2;
 #else
-  total = SumPortable(data_, n, n_threads);
+  const RangeSum sum = SumPortable;
 #endif
+  const uint64_t total = ParallelSum(sum, data_, n, n_threads);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sink_ = sink_ + total;
   return static_cast<double>(bytes()) / secs / 1e9;

@@ -315,7 +315,8 @@ typedef struct trine_chat_message {
  *               own tokenizer.chat_template (recognised by its markers; chatml when absent)
  * @param add_assistant  open the assistant's turn at the end
  * @return bytes of the text, or -(needed) when size is too small, or TRINE_SIZE_ERROR
- *         (INVALID_ARGUMENT for an unknown name, UNSUPPORTED for an unrecognised model template).
+ *         (INVALID_ARGUMENT for an unknown name, a NULL or unknown role or NULL content,
+ *         UNSUPPORTED for an unrecognised model template).
  * To render one turn of a running chat, render the conversation before and after it and send
  * the new tail. Thread-safe. */
 TRINE_API int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl,

@@ -288,7 +288,12 @@ const char* trine_version(void) {
 }
 
 const char* trine_status_string(trine_status status) {
-  switch (status) {
+  // Read as an integer: C callers may pass any int, and loading a value outside the enumerators
+  // through the C++ enum type would be undefined (UBSan's -fsanitize=enum flags it).
+  int32_t code = 0;
+  static_assert(sizeof(status) == sizeof(code), "trine_status is int-sized in C and C++");
+  std::memcpy(&code, &status, sizeof(code));
+  switch (code) {
     case TRINE_OK: return "TRINE_OK";
     case TRINE_ERROR_INVALID_ARGUMENT: return "TRINE_ERROR_INVALID_ARGUMENT";
     case TRINE_ERROR_INVALID_FILE: return "TRINE_ERROR_INVALID_FILE";
@@ -740,6 +745,12 @@ int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl, co
     for (size_t i = 0; i < n_messages; ++i) {
       if (messages[i].role == nullptr || messages[i].content == nullptr) {
         SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: messages[%zu] has a NULL role or content", fn, i);
+        return kSizeError;
+      }
+      const std::string role = messages[i].role;
+      if (role != "system" && role != "user" && role != "assistant") {
+        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: messages[%zu].role \"%.40s\" is not system, user or assistant",
+                  fn, i, messages[i].role);
         return kSizeError;
       }
       msgs.push_back({messages[i].role, messages[i].content});

@@ -96,17 +96,17 @@ constexpr PreSpec kPreSpecs[] = {
 // Token texts llama.cpp recognises by name (its converters do not always set the ids or types).
 const char* const kEotNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                                  "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                                 "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                 ("<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"),
                                  "<end_of_utterance>"};
 const char* const kEomNames[] = {"<|eom_id|>"};
 const char* const kFimPreNames[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                                    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+                                    ("<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>"), "<PRE>",
                                     "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
 const char* const kFimSufNames[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                                    "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
+                                    ("<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>"), "<SUF>",
                                     "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
 const char* const kFimMidNames[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                                    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
+                                    ("<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>"), "<MID>",
                                     "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
 const char* const kFimPadNames[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const char* const kFimRepNames[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
@@ -115,7 +115,7 @@ const char* const kEogNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|retur
                                  "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
                                  "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
                                  "<turn|>", "<|tool_response>",
-                                 "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~["};
+                                 ("<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"), "[e~["};
 // Always rendered as text (gpt-oss).
 const char* const kRenderedNames[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
 

@@ -542,11 +542,13 @@ TEST(CApi, ChatTemplates) {
   EXPECT_STREQ(buf, "<|im_end|>\n");
 
   const trine_chat_message null_role[] = {{nullptr, "x"}};
+  const trine_chat_message tool_role[] = {{"tool", "x"}};
   const std::vector<std::pair<const char*, std::function<bool()>>> calls = {
       {"unknown name", [&] { return trine_chat_apply_template(m, "jinja", msgs, 2, true, buf, 256) == TRINE_SIZE_ERROR; }},
       {"no model no name", [&] { return trine_chat_apply_template(nullptr, nullptr, msgs, 2, true, buf, 256) == TRINE_SIZE_ERROR; }},
       {"NULL messages", [&] { return trine_chat_apply_template(m, nullptr, nullptr, 2, true, buf, 256) == TRINE_SIZE_ERROR; }},
       {"NULL role", [&] { return trine_chat_apply_template(m, nullptr, null_role, 1, true, buf, 256) == TRINE_SIZE_ERROR; }},
+      {"unknown role", [&] { return trine_chat_apply_template(m, "llama2", tool_role, 1, true, buf, 256) == TRINE_SIZE_ERROR; }},
       {"NULL buf", [&] { return trine_chat_apply_template(m, nullptr, msgs, 2, true, nullptr, 256) == TRINE_SIZE_ERROR; }},
       {"name unknown", [&] { return trine_chat_template_name(nullptr, "nope") == nullptr; }},
       {"end of turn no model", [&] { return trine_chat_end_of_turn(nullptr, nullptr, buf, 256) == TRINE_SIZE_ERROR; }},

@@ -5,7 +5,7 @@
 #   3. CMake:      trine::trine_static (libtrine.a), in the same build as 2
 # All three must print the same text, starting with the bundled model's known greedy story.
 # Usage: cmake -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DC_COMPILER= -DCXX_COMPILER= -DMODEL=
-#        [-DSANITIZE_FLAGS=-fsanitize=...] -P install_test.cmake
+#        [-DSANITIZE_FLAGS="-fsanitize=... ..."] -P install_test.cmake
 # SANITIZE_FLAGS (a TRINE_SANITIZE build) are added to the example builds, since a library built
 # with the sanitizers needs their runtime linked into the program.
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER MODEL)
@@ -47,7 +47,8 @@ set(ENV{PKG_CONFIG_PATH} ${pc_dir})
 run(${PKG_CONFIG} --cflags --libs trine)
 string(STRIP "${run_out}" pc_flags)
 separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-run(${C_COMPILER} -std=c99 -Wall -Wextra -pedantic -Werror ${SANITIZE_FLAGS} ${SOURCE_DIR}/examples/simple.c
+separate_arguments(sanitize_args UNIX_COMMAND "${SANITIZE_FLAGS}")
+run(${C_COMPILER} -std=c99 -Wall -Wextra -pedantic -Werror ${sanitize_args} ${SOURCE_DIR}/examples/simple.c
     ${pc_flags} -o ${WORK_DIR}/simple_pkgconfig)
 set(ENV{LD_LIBRARY_PATH} ${lib_dir})
 run(${WORK_DIR}/simple_pkgconfig ${MODEL} "Once upon a time" 32)
