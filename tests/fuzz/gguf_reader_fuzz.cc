@@ -3,14 +3,10 @@
 // on the ASan-checked heap), then every accessor a loader would use is exercised: metadata display,
 // tensor shapes, the first and last byte of every tensor, LoadModelConfig and LoadVocab.
 // Invariants checked: a failure has a message naming the file; a success has in-bounds tensors.
-#include <unistd.h>
-
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "fuzz_util.h"
 #include "gguf/gguf_reader.h"
 #include "model/model_config.h"
 #include "tokenizer/vocab.h"
@@ -18,31 +14,11 @@
 // Keeps the reads of tensor bytes and strings from being optimised away.
 volatile size_t g_fuzz_sink = 0;
 
-namespace {
-
-const std::string& InputPath() {
-  static const std::string path = [] {
-    const char* dir = std::getenv("TMPDIR");
-    return std::string(dir && *dir ? dir : "/tmp") + "/trine-fuzz-" + std::to_string(getpid()) + ".gguf";
-  }();
-  return path;
-}
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant violated: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using trine::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string& path = InputPath();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return 0;
-  if (size) std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  const std::string path = trine::fuzz::ScratchPath(".gguf");
+  if (!trine::fuzz::WriteFile(path, data, size)) return 0;
 
   trine::GgufOpenOptions opts;
   opts.use_mmap = false;
