@@ -93,7 +93,9 @@ int RunInspect(int argc, char** argv) {
   cxxopts::Options opts("trine inspect", "Show a GGUF file's architecture, metadata and tensors.");
   opts.add_options()("json", "print one JSON object (schema: docs in README, 'trine-inspect' v1)")(
       "no-mmap", "read the file instead of mapping it")(
-      "kernels", "load the model and show the kernel bound to each weight, and why")("h,help", "show this help")(
+      "kernels", "load the model and show the kernel bound to each weight, and why")(
+      "m,model", "GGUF file (the same as FILE, as other commands take it)", cxxopts::value<std::string>())(
+      "h,help", "show this help")(
       "file", "GGUF file", cxxopts::value<std::string>());
   opts.parse_positional({"file"});
   opts.positional_help("FILE");
@@ -107,9 +109,9 @@ int RunInspect(int argc, char** argv) {
     std::printf("%s\n", opts.help().c_str());
     return kExitOk;
   }
-  if (!args.count("file")) return UsageError("inspect", "missing FILE");
+  if (args.count("file") + args.count("model") != 1) return UsageError("inspect", "give one FILE (or -m FILE)");
   if (!args.unmatched().empty()) return UsageError("inspect", "unexpected argument '" + args.unmatched()[0] + "'");
-  const std::string path = args["file"].as<std::string>();
+  const std::string path = args[args.count("file") ? "file" : "model"].as<std::string>();
 
   GgufOpenOptions oo;
   oo.use_mmap = !args.count("no-mmap");

@@ -1,12 +1,14 @@
 // Shared model options of the subcommands.
 #include "model_options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <climits>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace trine::cli {
@@ -107,12 +109,36 @@ Status ParseSamplerParams(const cxxopts::ParseResult& a, SamplerParams* sp) {
 }
 
 Status ReadTextFile(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError(path + ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError(path + ": read failed");
-  *out = ss.str();
+  // POSIX reads rather than an ifstream: a directory opens fine as a stream and reads as empty
+  // text (or throws on some libstdc++ paths), which would run a model on an empty prompt.
+  constexpr size_t kMaxBytes = size_t{1} << 30;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+    const int err = S_ISDIR(sb.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return IoError(path + ": cannot read: " + std::strerror(err));
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return IoError(path + ": read failed: " + std::strerror(err));
+    }
+    if (text.size() + static_cast<size_t>(n) > kMaxBytes) {
+      ::close(fd);
+      return InvalidArgument(path + ": text file larger than 1 GiB");
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  *out = std::move(text);
   return Status::Ok();
 }
 

@@ -4,15 +4,17 @@
 // of llama.cpp's llama-quant.cpp (tensor order, which tensors are quantized, the default mixes,
 // shape fallbacks, metadata edits); formats.md §2.6 summarises them.
 #include <cxxopts.hpp>
-
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -367,6 +369,12 @@ int RunQuantize(int argc, char** argv) {
     std::free(a);
     std::free(b);
     if (same) return Fail("output file is the input file: " + out_path);
+    // Fail before minutes of conversion, not after, when the output cannot be created.
+    const size_t slash = out_path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out_path.substr(0, slash);
+    if (::access(dir.c_str(), W_OK) != 0) {
+      return Fail(out_path + ": cannot create: " + std::strerror(errno));
+    }
   }
   const std::string& arch = in->architecture();
   const bool wants_i2s = o.ftype->type == TypeId::kI2_S || (o.has_token_embd_type && o.token_embd_type == TypeId::kI2_S) ||

@@ -10,14 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "model_options.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -95,10 +94,8 @@ int RunTokenize(int argc, char** argv) {
     text = args["prompt"].as<std::string>();
   } else {
     const std::string path = args["file"].as<std::string>();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Fail(path + ": cannot open the text file");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) return Fail(path + ": cannot read the text file");
+    const Status read = ReadTextFile(path, &text);
+    if (!read.ok()) return Fail(read);
     if (!text.empty() && text.back() == '\n') text.pop_back();
   }
   if (args.count("escape")) text = ProcessEscapes(text);
