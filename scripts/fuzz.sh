@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a fuzzer build for a bounded time, two at a time, and fails on
-# any crash, sanitizer report, leak, timeout (> 10 s on one input) or out-of-memory (> 2 GB).
+# any crash, sanitizer report, leak, timeout (> 10 s on one input), out-of-memory (> 2 GB) or, for
+# the two model-file targets, any single allocation over 512 MB (nothing may allocate from a count
+# in the file that the file cannot back).
 # Usage: scripts/fuzz.sh BUILD_DIR [SECONDS_PER_TARGET (default 45)]
 # The checked-in corpora (tests/fuzz/corpus/<target>) seed each run; new inputs go to a temporary
 # directory, so the source tree is not modified. A failing input is kept in $TRINE_FUZZ_OUT
@@ -20,7 +22,9 @@ run_one() {
     echo "fuzz: $exe missing (configure with -DTRINE_BUILD_FUZZERS=ON, clang)" >"$work/log"
     return 1
   fi
-  "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  local extra=()
+  case $t in gguf_reader | model_api) extra=(-malloc_limit_mb=512) ;; esac
+  "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "$work/corpus" "tests/fuzz/corpus/$t" >"$work/log" 2>&1
 }
 
