@@ -137,7 +137,10 @@ TRINE_API trine_model* trine_model_load(const char* path, const trine_model_para
 
 /* Releases the caller's reference. Contexts created on the model keep its weights alive, so a
  * model may be freed before its contexts; no other call may use `model` afterwards. NULL is a
- * no-op. Must not race with other calls on the same handle. */
+ * no-op. Must not race with other calls on the same handle.
+ * Freeing a handle twice, or a pointer that is not a live handle of this type, is detected by all
+ * three *_free functions: it is ignored, logged, and sets INVALID_ARGUMENT as the last status.
+ * (Any other call on a freed handle is undefined.) */
 TRINE_API void trine_model_free(trine_model* model);
 
 /* Model facts. Thread-safe. A NULL model gives TRINE_ERROR_INVALID_ARGUMENT (negative) for the
@@ -217,7 +220,8 @@ TRINE_API trine_context_params trine_context_default_params(void);
  * Thread-safe with respect to the model (contexts may be created concurrently). */
 TRINE_API trine_context* trine_context_create(trine_model* model,
                                               const trine_context_params* params);
-/* NULL is a no-op. The context must not be in use by another thread. */
+/* NULL is a no-op; a double free is detected (see trine_model_free). The context must not be in
+ * use by another thread. */
 TRINE_API void trine_context_free(trine_context* ctx);
 
 /* Evaluates n_tokens tokens at positions n_past .. n_past + n_tokens - 1 and appends them to the
@@ -265,7 +269,7 @@ typedef struct trine_sampler_params {
 TRINE_API trine_sampler_params trine_sampler_default_params(void);
 /* @return a sampler owned by the caller, or NULL (INVALID_ARGUMENT naming the bad field). */
 TRINE_API trine_sampler* trine_sampler_create(const trine_sampler_params* params);
-/* NULL is a no-op. */
+/* NULL is a no-op; a double free is detected (see trine_model_free). */
 TRINE_API void trine_sampler_free(trine_sampler* sampler);
 
 /* Picks a token from row i of ctx's logits (i = -1: the last row). Does not accept it.

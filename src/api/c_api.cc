@@ -13,6 +13,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "model/model.h"
@@ -268,6 +269,57 @@ bool ResolveChatTemplate(const char* fn, const trine_model* model, const char* t
   return true;
 }
 
+// ---- Live handles -------------------------------------------------------------------------------
+
+// The handles this library created and has not freed, one set per type. Only the *_free functions
+// consult it (a lock and a hash lookup, cheap next to freeing a model): freeing a handle twice, or
+// a pointer that is not a live handle of that type, is reported and ignored instead of corrupting
+// the heap. Other calls on a freed handle stay undefined, as the header says.
+template <class Handle>
+class LiveHandles {
+ public:
+  Handle* Add(Handle* h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.insert(h);
+    return h;
+  }
+  // True when h was live (it no longer is).
+  bool Remove(Handle* h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.erase(h) == 1;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<Handle*> live_;
+};
+
+LiveHandles<trine_model>& LiveModels() {
+  static auto* live = new LiveHandles<trine_model>;  // never destroyed: frees may run at exit
+  return *live;
+}
+LiveHandles<trine_context>& LiveContexts() {
+  static auto* live = new LiveHandles<trine_context>;
+  return *live;
+}
+LiveHandles<trine_sampler>& LiveSamplers() {
+  static auto* live = new LiveHandles<trine_sampler>;
+  return *live;
+}
+
+// Deletes h when it is a live handle; otherwise records INVALID_ARGUMENT and logs an error.
+template <class Handle>
+void FreeHandle(const char* fn, const char* type, LiveHandles<Handle>& live, Handle* h) {
+  if (h == nullptr) return;
+  if (!live.Remove(h)) {
+    SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: %p is not a live %s (freed twice?); ignored", fn,
+              static_cast<void*>(h), type);
+    Log(TRINE_LOG_ERROR, t_error);
+    return;
+  }
+  delete h;
+}
+
 std::string BosText(const trine_model* model) {
   if (model == nullptr || !model->state) return "";
   const trine::Vocab& v = model->state->model->vocab();
@@ -357,11 +409,11 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
     Log(TRINE_LOG_INFO, std::string(path) + ": " + state->desc);
     auto* handle = new trine_model;
     handle->state = std::move(state);
-    return handle;
+    return LiveModels().Add(handle);
   });
 }
 
-void trine_model_free(trine_model* model) { delete model; }
+void trine_model_free(trine_model* model) { FreeHandle("trine_model_free", "trine_model", LiveModels(), model); }
 
 int32_t trine_model_n_vocab(const trine_model* model) {
   const ModelState* m = ModelOf("trine_model_n_vocab", model);
@@ -537,11 +589,13 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
     auto* handle = new trine_context;
     handle->model = model->state;
     handle->ctx = std::move(ctx);
-    return handle;
+    return LiveContexts().Add(handle);
   });
 }
 
-void trine_context_free(trine_context* ctx) { delete ctx; }
+void trine_context_free(trine_context* ctx) {
+  FreeHandle("trine_context_free", "trine_context", LiveContexts(), ctx);
+}
 
 trine_status trine_context_decode(trine_context* ctx, const trine_token* tokens, int32_t n_tokens, bool all_logits) {
   static const char* fn = "trine_context_decode";
@@ -630,11 +684,13 @@ trine_sampler* trine_sampler_create(const trine_sampler_params* params) {
       SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: invalid params: %s", fn, st.message().c_str());
       return nullptr;
     }
-    return new trine_sampler(sp);
+    return LiveSamplers().Add(new trine_sampler(sp));
   });
 }
 
-void trine_sampler_free(trine_sampler* sampler) { delete sampler; }
+void trine_sampler_free(trine_sampler* sampler) {
+  FreeHandle("trine_sampler_free", "trine_sampler", LiveSamplers(), sampler);
+}
 
 trine_token trine_sampler_sample(trine_sampler* sampler, trine_context* ctx, int32_t i) {
   static const char* fn = "trine_sampler_sample";

@@ -154,6 +154,46 @@ TEST(CApi, LifecycleSamplerOutlivesEverythingAndNullFrees) {
   trine_model_free(nullptr);
 }
 
+// Freeing twice, or freeing a handle through another type's free function, is detected and ignored
+// (and the heap stays intact: the sanitizer build runs this test too).
+TEST(CApi, DoubleFreeAndWrongTypeFreeAreDetected) {
+  trine_model* m = LoadModel();
+  ASSERT_NE(m, nullptr);
+  trine_context* c = NewContext(m);
+  ASSERT_NE(c, nullptr);
+  trine_sampler* s = NewGreedySampler();
+  ASSERT_NE(s, nullptr);
+
+  PlantSentinelError();
+  trine_context_free(reinterpret_cast<trine_context*>(m));  // a model is not a context
+  EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(trine_last_error()).find("not a live trine_context"), std::string::npos);
+  PlantSentinelError();
+  trine_sampler_free(reinterpret_cast<trine_sampler*>(c));
+  EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+  // All three still work after the wrong frees.
+  trine_token tok[4];
+  const int32_t n = trine_tokenize(m, "Once", -1, tok, 4, true, false);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(trine_context_decode(c, tok, n, false), TRINE_OK);
+  EXPECT_GE(trine_sampler_sample(s, c, -1), 0);
+
+  trine_sampler_free(s);
+  trine_context_free(c);
+  trine_model_free(m);
+  for (int i = 0; i < 2; ++i) {
+    PlantSentinelError();
+    trine_model_free(m);
+    EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+    PlantSentinelError();
+    trine_context_free(c);
+    EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+    PlantSentinelError();
+    trine_sampler_free(s);
+    EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+  }
+}
+
 TEST(CApi, TwoLoadsOfOneFileAreIndependent) {
   trine_model* a = LoadModel();
   trine_model_params mp = trine_model_default_params();
