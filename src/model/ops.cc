@@ -83,6 +83,7 @@ float ExpfPoly(float x) {
   const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
                                     std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                            u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::isnan(n)) return j;  // NaN in, NaN out (converting NaN to int would be undefined)
   return std::ldexp(j, static_cast<int>(n));
 }
 
