@@ -176,23 +176,14 @@ struct LayerDriver {
   ForwardState st;
   std::vector<float> normed, logits;
 
-  void Init(const Model* model, int n_ctx, int n_threads, KvType type) {
+  Status Init(const Model* model, int n_ctx, int n_threads, KvType type) {
     m = model;
     const ModelConfig& c = m->config();
-    kv.type = type;
-    kv.n_ctx = n_ctx;
-    kv.kv_dim = c.n_head_kv * c.head_dim;
-    const size_t elems = static_cast<size_t>(c.n_layer) * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv.kv_dim);
-    if (type == KvType::kF16) {
-      kv.k16.assign(elems, 0);
-      kv.v16.assign(elems, 0);
-    } else {
-      kv.k32.assign(elems, 0.0f);
-      kv.v32.assign(elems, 0.0f);
-    }
+    TRINE_RETURN_IF_ERROR(kv.Allocate(type, type, c.n_layer, n_ctx, c.n_head_kv, c.head_dim));
     st.model = m;
     st.kv = &kv;
     st.n_threads = n_threads;
+    return Status::Ok();
   }
 
   // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
@@ -380,7 +371,7 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   LayerDriver drv;
   int n_threads = o.n_threads;
   if (n_threads <= 0) n_threads = ev.ctx->n_threads();
-  drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type);
+  TRINE_RETURN_IF_ERROR(drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type));
   // Norms with the runtime's default (quantized) activations, as MCAP reads them; the residual
   // stream differs from the fp32 run's by the (small) KL-level perturbation only.
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
@@ -473,8 +464,9 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
   const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
-  const uint64_t es = plan->key.kv_type == "f32" ? 4 : 2;
-  m.kv = 2 * static_cast<uint64_t>(c.n_layer) * n_ctx * kv_dim * es;
+  KvType kvt = KvType::kF16;
+  if (!ParseKvType(plan->key.kv_type, &kvt)) kvt = KvType::kF16;
+  m.kv = static_cast<uint64_t>(KvCache::Bytes(kvt, kvt, c.n_layer, static_cast<int>(n_ctx), static_cast<int>(kv_dim)));
   const uint64_t nb = std::min<uint64_t>(512, n_ctx);
   const uint64_t E = static_cast<uint64_t>(c.n_embd), F = static_cast<uint64_t>(c.n_ff);
   const uint64_t qd = static_cast<uint64_t>(c.n_head) * static_cast<uint64_t>(c.head_dim);
