@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcxxopts-dev nlohmann-json3-dev libpcre2-dev
   g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  chromium zlib1g-dev  # the report rendering test: headless Chromium, PNG decoding
 )
 
 missing=()

@@ -51,8 +51,9 @@ uint64_t ParseBytes(const std::string& s) {
 // Perplexity of the model as it is now over the first `windows` windows of n_ctx tokens
 // (llama.cpp's protocol: second half of each window scored).
 Status WindowPerplexity(const Model& model, const std::vector<TokenId>& tokens, int n_ctx, int windows, int n_threads,
-                        double* ppl) {
+                        KvType kv_type, double* ppl) {
   ContextParams p;
+  p.kv_type = kv_type;
   p.n_ctx = n_ctx;
   p.n_batch = n_ctx;
   p.n_threads = n_threads;
@@ -98,6 +99,8 @@ int RunProfile(int argc, char** argv) {
       "no-cache", "profile even when a cached plan matches (and refresh the cache)")(
       "ppl-text", "with --report: perplexity of the plan and of all-fp32 on the first windows of this text",
       cxxopts::value<std::string>())("mlock", "try to mlock resident layers when applying the plan")(
+      "head-type", "output head weight type: auto (the planner picks among the file's, f16, q8_0, q6_k, q4_0), "
+      "file, or one type", cxxopts::value<std::string>()->default_value("auto"))(
       "json", "print the plan as JSON on stdout (no progress)")("q,quiet", "no progress")("h,help", "show this help");
   cxxopts::ParseResult a;
   try {
@@ -142,7 +145,17 @@ int RunProfile(int argc, char** argv) {
   key.samples = samples;
   key.seed = a["seed"].as<uint64_t>();
   key.n_ctx = cp.n_ctx > 0 ? cp.n_ctx : std::min(model->config().n_ctx_train, 4096);
-  key.kv_type = cp.kv_type == KvType::kF32 ? "f32" : "f16";
+  // KV cache: a type given with --kv-type / -ctk / -ctv is kept; otherwise the planner picks.
+  if (cp.kv_type_v) return UsageError("profile", "plans use one KV cache type for K and V (-ctk and -ctv differ)");
+  const bool kv_given = a.count("kv-type") || a.count("cache-type-k") || a.count("cache-type-v");
+  key.kv_type = kv_given ? KvTypeName(cp.kv_type) : "auto";
+  key.output_type = a["head-type"].as<std::string>();
+  {
+    TypeId t;
+    if (key.output_type != "auto" && key.output_type != "file" && !ParseTypeName(key.output_type, &t)) {
+      return UsageError("profile", "--head-type must be auto, file or a type name, got '" + key.output_type + "'");
+    }
+  }
   const std::string isa = profiler::MachineIsa();
   const uint64_t ram = profiler::MachineRamBytes();
 
@@ -218,12 +231,17 @@ int RunProfile(int argc, char** argv) {
   if (a.count("report")) {
     // Measured speed of the plan as applied, and of all fp32, with short decodes.
     if (show_progress) std::fprintf(stderr, "report: measuring decode speed\n");
-    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s);
+    const KvType plan_kv = profiler::PlanKvType(plan);
+    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, plan_kv, 32, &plan.measured_tok_s);
+    if (!st.ok()) return Fail(st);
+    // All fp32: the file's head, fp32 activations, an F16 cache (the profile's baseline).
+    st = model->SetOutputType(model->output_file_type());
     if (!st.ok()) return Fail(st);
     for (const auto& u : plan.units) {
       for (const auto& t : u.tensors) (void)model->SetF32Activations(t, true);
     }
-    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s_fp32);
+    const KvType base_kv = plan.key.kv_type == "auto" ? KvType::kF16 : plan_kv;
+    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, base_kv, 32, &plan.measured_tok_s_fp32);
     if (!st.ok()) return Fail(st);
     if (a.count("ppl-text")) {
       std::string text;
@@ -236,11 +254,11 @@ int RunProfile(int argc, char** argv) {
       st = tok->Tokenize(text, true, false, &ids);
       if (!st.ok()) return Fail(st);
       const int n_ctx = std::min(128, model->config().n_ctx_train);
-      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_fp32);
+      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, base_kv, &plan.ppl_fp32);
       if (!st.ok()) return Fail(st);
       st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
       if (!st.ok()) return Fail(st);
-      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_plan);
+      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, plan_kv, &plan.ppl_plan);
       if (!st.ok()) return Fail(st);
     }
     st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
