@@ -5,6 +5,9 @@
 
 namespace trine::kernels {
 
+#if defined(TRINE_HAVE_AVX2)
+void AttnAvx2(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
+#endif
 #if defined(TRINE_HAVE_AVX512)
 void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int head_dim,
                    float scale, float* out);
@@ -26,6 +29,9 @@ namespace trine::kernels {
 AttnFn SelectAttn(Isa isa) {
 #if defined(TRINE_HAVE_AVX512)
   if (isa == Isa::kAvx512) return AttnAvx512;
+#endif
+#if defined(TRINE_HAVE_AVX2)
+  if (isa == Isa::kAvx2) return AttnAvx2;
 #endif
   (void)isa;
   return AttnRef;

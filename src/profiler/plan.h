@@ -40,6 +40,7 @@
 //                  "kl_plan": double (measured with the plan applied),
 //                  "split_half_spearman": double, "split_half_topk_overlap": double },
 //     "measured": { "tok_s": double, "tok_s_all_fp32": double,   // optional (report runs)
+//                   "tok_s_cpu": double (v2: per second of process CPU time; -1 unknown),
 //                   "ppl_plan": double, "ppl_fp32": double }     // -1 without --ppl-text
 //   }
 //
@@ -121,7 +122,7 @@ struct Plan {
   int samples = 0, tokens_per_sample = 0;
   double profile_seconds = 0, kl_all_int8 = 0, kl_all_fp32 = 0, kl_plan = -1;
   double spearman = 0, topk_overlap = 0;
-  double measured_tok_s = -1, measured_tok_s_fp32 = -1;
+  double measured_tok_s = -1, measured_tok_s_fp32 = -1, measured_tok_s_cpu = -1;
   double ppl_plan = -1, ppl_fp32 = -1;  // with --ppl-text
 };
 

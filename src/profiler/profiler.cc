@@ -7,6 +7,8 @@
 #include <numeric>
 #include <random>
 
+#include <time.h>
+
 #include "model/ops.h"
 #include "tokenizer/tokenizer.h"
 
@@ -285,6 +287,19 @@ double TopKOverlap(const std::vector<double>& a, const std::vector<double>& b, i
 }
 
 Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s) {
+  double cpu = 0;
+  return MeasureDecodeSpeed(model, n_threads, kv_type, n, tok_s, &cpu);
+}
+
+namespace {
+double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+Status MeasureDecodeSpeed(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s, double* cpu_tok_s) {
   ContextParams p;
   p.n_ctx = std::min(std::max(16, model.config().n_ctx_train), n + 8);
   p.n_threads = n_threads;
@@ -295,12 +310,15 @@ Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int 
   TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));  // warm-up
   const int steps = std::max(1, std::min(n, ctx->n_ctx() - 1));
   const auto t0 = Clock::now();
+  const double c0 = ProcessCpuSeconds();
   for (int i = 0; i < steps; ++i) {
     tok = static_cast<int32_t>((tok * 31 + 7) % model.config().n_vocab);
     TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));
   }
+  const double cpu = ProcessCpuSeconds() - c0;
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
   *tok_s = sec > 0 ? steps / sec : 0;
+  *cpu_tok_s = cpu > 0 ? steps / cpu : 0;
   return Status::Ok();
 }
 
@@ -311,6 +329,7 @@ Status MeasurePlanKl(Model* model, const ProfileOptions& o, const Plan& plan, do
   TRINE_RETURN_IF_ERROR(ev.Init(o));
   const std::vector<PlanUnit> units = BuildUnits(*model);
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));  // the baseline's head
   std::vector<std::vector<float>> base, cur;
   TRINE_RETURN_IF_ERROR(ev.Run(&base));
   TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
@@ -650,6 +669,45 @@ uint64_t Overflow(const Plan& p) {
 }
 
 }  // namespace
+
+Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan) {
+  const ModelConfig& c = model->config();
+  plan->units = BuildUnits(*model);
+  uint64_t other = 0, unit_bytes = 0;
+  for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
+  for (const PlanUnit& u : plan->units) unit_bytes += u.weight_bytes;
+  other = other > unit_bytes ? other - unit_bytes : 0;
+  const TypeId file_head = model->output_file_type();
+  if (head == TypeId::kCount) head = file_head;
+  plan->output_file_type = TypeName(file_head);
+  PlanCandidate hc;
+  hc.type = TypeName(head);
+  if (head != file_head) {
+    const TypeId was = model->output_type();
+    TRINE_RETURN_IF_ERROR(model->SetOutputType(head));
+    hc.bytes = model->output_bytes() + (c.tied_output ? plan->units.back().weight_bytes : 0);
+    TRINE_RETURN_IF_ERROR(model->SetOutputType(was));
+  }
+  PlanCandidate kc;
+  kc.type = KvTypeName(kv);
+  const int n_ctx = plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096);
+  TRINE_RETURN_IF_ERROR(KvCache().Allocate(kv, kv, 0, n_ctx, c.n_head_kv, c.head_dim));  // validates the type
+  kc.bytes = static_cast<uint64_t>(KvCache::Bytes(kv, kv, c.n_layer, n_ctx, c.n_head_kv * c.head_dim));
+  plan->kv_candidates = {kc};
+  plan->output_candidates = head != file_head ? std::vector<PlanCandidate>{hc} : std::vector<PlanCandidate>{};
+  const double max_kl = plan->key.max_kl;
+  plan->key.max_kl = INFINITY;
+  PlanOnce(c, other, kc, head != file_head ? &hc : nullptr, plan);
+  plan->key.max_kl = max_kl;
+  plan->tensors.clear();
+  for (PlanUnit& u : plan->units) {
+    u.precision = int8 ? "int8" : "fp32";
+    for (const std::string& t : u.tensors) plan->tensors[t] = u.precision;
+  }
+  plan->pred_kl = -1;  // not profiled
+  plan->pred_tok_s = plan->pred_tok_s_int8 = plan->pred_tok_s_fp32 = 0;
+  return Status::Ok();
+}
 
 void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
   std::vector<PlanCandidate> kvs = plan->kv_candidates;
