@@ -47,7 +47,10 @@ json PlanToJson(const Plan& p) {
     json a = json::array();
     for (const PlanCandidate& c : v) {
       json o = {{"type", c.type}, {"bytes", c.bytes}, {"kl", c.kl}};
-      if (with_ms) o["ms"] = c.ms;
+      if (with_ms) {
+        o["ms"] = c.ms;
+        o["load_s"] = c.load_s;
+      }
       a.push_back(o);
     }
     return a;
@@ -121,6 +124,7 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
         pc.bytes = c.value("bytes", uint64_t{0});
         pc.kl = c.value("kl", 0.0);
         pc.ms = c.value("ms", 0.0);
+        pc.load_s = c.value("load_s", 0.0);
         dst->push_back(pc);
       }
     };

@@ -30,7 +30,8 @@
 //                                                        // file_type: requantized at load)
 //                 "candidates": [ { "type": str, "bytes": u64 (resident head bytes),
 //                                   "kl": double (head with quantized activations in this type,
-//                                                 everything else fp32), "ms": double per token } ] },
+//                                                 everything else fp32), "ms": double per token,
+//                                   "load_s": double (requantization at load, measured) } ] },
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
 //                 "resident": u64, "page_cache": u64, "streamed": u64 },
 //     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
@@ -84,7 +85,8 @@ struct PlanCandidate {
   std::string type;
   uint64_t bytes = 0;
   double kl = 0;
-  double ms = 0;  // head only: per decoded token
+  double ms = 0;      // head only: per decoded token
+  double load_s = 0;  // head only: seconds to requantize it at load (0: the file's type)
 };
 
 struct PlanMemory {

@@ -469,13 +469,16 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   }
   const bool tied = c.tied_output;
   for (TypeId t : head_types) {
+    const auto q0 = Clock::now();
     Status st = model->SetOutputType(t);
+    const double load_s = std::chrono::duration<double>(Clock::now() - q0).count();
     if (!st.ok()) {
       if (head_types.size() == 1) return st;
       continue;  // e.g. rows not a whole number of Q6_K blocks
     }
     PlanCandidate pc;
     pc.type = TypeName(t);
+    pc.load_s = t == file_head ? 0.0 : load_s;
     // Resident bytes of the head: the requantized copy (a tied head keeps the embedding too).
     pc.bytes = t == file_head ? head_unit.weight_bytes : model->output_bytes() + (tied ? head_unit.weight_bytes : 0);
     TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, head_unit, true));

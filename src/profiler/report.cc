@@ -149,12 +149,12 @@ std::string ReportHtml(const Plan& p) {
   auto cand_table = [&](const char* id, const char* what, const std::vector<PlanCandidate>& cands,
                         const std::string& chosen, bool with_ms) {
     o << "<table id=\"" << id << "\">\n<tr><th class=\"l\">" << what << "</th><th>MiB</th><th>KL</th>"
-      << (with_ms ? "<th>ms / token</th>" : "") << "<th class=\"l\">chosen</th></tr>\n";
+      << (with_ms ? "<th>ms / token</th><th>requantize s</th>" : "") << "<th class=\"l\">chosen</th></tr>\n";
     for (const PlanCandidate& c : cands) {
       o << "<tr data-type=\"" << Esc(c.type) << "\" data-kl=\"" << Fmt("%.9g", c.kl) << "\" data-bytes=\"" << c.bytes
         << "\"><td class=\"l\">" << Esc(c.type) << "</td><td>" << Fmt("%.3f", static_cast<double>(c.bytes) / 1048576.0)
         << "</td><td>" << Fmt("%.6f", c.kl) << "</td>";
-      if (with_ms) o << "<td>" << Fmt("%.4f", c.ms) << "</td>";
+      if (with_ms) o << "<td>" << Fmt("%.4f", c.ms) << "</td><td>" << Fmt("%.4f", c.load_s) << "</td>";
       o << "<td class=\"l\">" << (c.type == chosen ? "yes" : "") << "</td></tr>\n";
     }
     o << "</table>\n";
