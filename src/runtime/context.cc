@@ -125,8 +125,8 @@ Status KvCache::Allocate(KvType tk, KvType tv, int n_layer, int ctx, int n_head_
 }
 
 void KvCache::Store(int layer, int pos, const float* ks, const float* vs) {
-  StoreRow(type, ks, kv_dim, const_cast<uint8_t*>(KRow(layer, pos)));
-  StoreRow(type_v, vs, kv_dim, const_cast<uint8_t*>(VRow(layer, pos)));
+  StoreRow(type, ks, kv_dim, KRow(layer, pos));
+  StoreRow(type_v, vs, kv_dim, VRow(layer, pos));
 }
 
 void KvCache::LoadK(int layer, int pos, int offset, int n, float* dst) const {

@@ -52,6 +52,8 @@ struct KvCache {
   const uint8_t* VRow(int layer, int pos) const {
     return v.data() + (static_cast<size_t>(layer) * static_cast<size_t>(n_ctx) + static_cast<size_t>(pos)) * v_row;
   }
+  uint8_t* KRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->KRow(layer, pos)); }
+  uint8_t* VRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->VRow(layer, pos)); }
   void Store(int layer, int pos, const float* k, const float* v);
   // Copies `n` values of position `pos` of layer `layer`, from element `offset`, into fp32
   // (for the block types, offset and n must be multiples of 32).
