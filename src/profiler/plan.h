@@ -27,7 +27,9 @@
 //             "candidates": [ { "type": str, "bytes": u64 (cache of key.n_ctx),
 //                               "kl": double (all-fp32 activations, only the cache changed) } ] },
 //     "output": { "type": str, "file_type": str,        // (v2) head weights to run with (type !=
-//                                                        // file_type: requantized at load)
+//                                                        // file_type: requantized at load; "auto"
+//                                                        // candidates: f16/q8_0/q6_k/q4_0 no wider
+//                                                        // than file_type)
 //                 "candidates": [ { "type": str, "bytes": u64 (resident head bytes),
 //                                   "kl": double (head with quantized activations in this type,
 //                                                 everything else fp32), "ms": double per token,

@@ -455,7 +455,10 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   plan->output_candidates.clear();
   std::vector<TypeId> head_types;
   if (plan->key.output_type == "auto") {
+    // Only types no wider than the file's: a wider head costs memory and time and cannot recover
+    // precision the file does not have (and requantizing a big head costs load time).
     for (TypeId t : {file_head, TypeId::kF16, TypeId::kQ8_0, TypeId::kQ6_K, TypeId::kQ4_0}) {
+      if (t != file_head && BitsPerWeight(t) > BitsPerWeight(file_head)) continue;
       if (std::find(head_types.begin(), head_types.end(), t) == head_types.end()) head_types.push_back(t);
     }
   } else if (plan->key.output_type == "file" || plan->key.output_type.empty()) {
