@@ -5,9 +5,13 @@
 
 namespace trine::kernels {
 
+#if defined(TRINE_HAVE_AVX2)
+void AttnAvx2(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
+#endif
 #if defined(TRINE_HAVE_AVX512)
 void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int head_dim,
                    float scale, float* out);
+void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
 #endif
 
 AttnF16Fn SelectAttnF16(Isa isa) {
@@ -16,6 +20,21 @@ AttnF16Fn SelectAttnF16(Isa isa) {
 #endif
   (void)isa;
   return AttnF16Ref;
+}
+
+}  // namespace trine::kernels
+
+namespace trine::kernels {
+
+AttnFn SelectAttn(Isa isa) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return AttnAvx512;
+#endif
+#if defined(TRINE_HAVE_AVX2)
+  if (isa == Isa::kAvx2) return AttnAvx2;
+#endif
+  (void)isa;
+  return AttnRef;
 }
 
 }  // namespace trine::kernels

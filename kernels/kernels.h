@@ -51,5 +51,7 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
 
 // The fp16-cache attention kernel of `isa` (AttnF16Ref when it has none).
 AttnF16Fn SelectAttnF16(Isa isa);
+// The attention kernel over F16 / Q8_0 / Q4_0 K and V rows of `isa` (AttnRef when it has none).
+AttnFn SelectAttn(Isa isa);
 
 }  // namespace trine::kernels

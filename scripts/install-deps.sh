@@ -9,7 +9,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcxxopts-dev nlohmann-json3-dev libpcre2-dev
   g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-  clang-14 libclang-rt-14-dev llvm-14
+  clang-14 libclang-rt-14-dev llvm-14  # the sanitizer + libFuzzer build (scripts/ci.sh)
+  chromium zlib1g-dev  # the report rendering test: headless Chromium, PNG decoding
 )
 
 missing=()

@@ -33,7 +33,21 @@ Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, Ap
   tcp.n_ctx = cp.n_ctx;
   tcp.n_batch = cp.n_batch;
   tcp.n_threads = cp.n_threads;
-  tcp.kv_type = cp.kv_type == KvType::kF32 ? TRINE_KV_F32 : TRINE_KV_F16;
+  auto to_c = [](KvType t) {
+    switch (t) {
+      case KvType::kF32:
+        return TRINE_KV_F32;
+      case KvType::kQ8_0:
+        return TRINE_KV_Q8_0;
+      case KvType::kQ4_0:
+        return TRINE_KV_Q4_0;
+      case KvType::kF16:
+        break;
+    }
+    return TRINE_KV_F16;
+  };
+  tcp.kv_type = to_c(cp.kv_type);
+  tcp.kv_type_v = cp.kv_type_v ? to_c(*cp.kv_type_v) : TRINE_KV_SAME;
   ctx->reset(trine_context_create(model->get(), &tcp));  // warns when -c exceeds the training context
   if (!*ctx) return LastApiError();
   *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

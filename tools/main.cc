@@ -47,6 +47,12 @@ int main(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
+  // llama.cpp's multi-letter single-dash flags, which cxxopts would read as bundled short options.
+  for (int i = 2; i < argc; ++i) {
+    static char ctk[] = "--cache-type-k", ctv[] = "--cache-type-v";
+    if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
+    if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
+  }
   for (const auto& c : kCommands) {
     if (cmd == c.name) {
       try {

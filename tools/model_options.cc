@@ -42,8 +42,12 @@ void AddModelOptions(cxxopts::Options& o, int default_ctx, int default_batch) {
       "b,batch-size", "tokens per forward pass in prompt evaluation",
       cxxopts::value<int>()->default_value(std::to_string(default_batch)))(
       "t,threads", "threads (0 = all cores); pin with OMP_PROC_BIND/OMP_PLACES",
-      cxxopts::value<int>()->default_value("0"))("kv-type", "KV cache precision: f16 or f32",
+      cxxopts::value<int>()->default_value("0"))("kv-type", "KV cache precision of K and V: f16, f32, q8_0 or q4_0",
                                                  cxxopts::value<std::string>()->default_value("f16"))(
+      "ctk,cache-type-k", "K cache precision (llama.cpp's -ctk): f16, q8_0 or q4_0 (default: --kv-type)",
+      cxxopts::value<std::string>())(
+      "ctv,cache-type-v", "V cache precision (llama.cpp's -ctv): f16, q8_0 or q4_0 (default: --kv-type)",
+      cxxopts::value<std::string>())(
       "no-mmap", "read the model into memory instead of mapping it");
 }
 
@@ -52,13 +56,29 @@ Status ParseContextParams(const cxxopts::ParseResult& a, ContextParams* cp) {
   cp->n_batch = a["batch-size"].as<int>();
   cp->n_threads = a["threads"].as<int>();
   const std::string kv = a["kv-type"].as<std::string>();
-  if (kv == "f16") {
-    cp->kv_type = KvType::kF16;
-  } else if (kv == "f32") {
-    cp->kv_type = KvType::kF32;
-  } else {
-    return InvalidArgument("--kv-type must be f16 or f32, got '" + kv + "'");
+  KvType both = KvType::kF16;
+  if (!ParseKvType(kv, &both)) {
+    return InvalidArgument("--kv-type must be f16, f32, q8_0 or q4_0, got '" + kv + "'");
   }
+  cp->kv_type = both;
+  cp->kv_type_v.reset();
+  if (a.count("cache-type-k")) {
+    const std::string k = a["cache-type-k"].as<std::string>();
+    if (!ParseKvType(k, &cp->kv_type)) {
+      return InvalidArgument("-ctk/--cache-type-k must be f16, f32, q8_0 or q4_0, got '" + k + "'");
+    }
+  }
+  if (a.count("cache-type-v")) {
+    const std::string v = a["cache-type-v"].as<std::string>();
+    KvType tv = KvType::kF16;
+    if (!ParseKvType(v, &tv)) {
+      return InvalidArgument("-ctv/--cache-type-v must be f16, f32, q8_0 or q4_0, got '" + v + "'");
+    }
+    cp->kv_type_v = tv;
+  } else if (a.count("cache-type-k")) {
+    cp->kv_type_v = both;  // -ctk alone changes K only
+  }
+  if (cp->kv_type_v && *cp->kv_type_v == cp->kv_type) cp->kv_type_v.reset();
   if (cp->n_ctx < 0) return InvalidArgument("-c must be >= 0, got " + std::to_string(cp->n_ctx));
   if (cp->n_batch <= 0) return InvalidArgument("-b must be > 0, got " + std::to_string(cp->n_batch));
   if (cp->n_threads < 0 || cp->n_threads > 1024) {

@@ -24,7 +24,8 @@ std::string ResolveBundledPath(const std::string& relative);
 // ./models, then ../models and ./models next to the binary.
 std::string ResolveModelPath(const std::string& given);
 
-// -m, -c, -b, -t, --kv-type, --no-mmap.
+// -m, -c, -b, -t, --kv-type (K and V), -ctk/--cache-type-k, -ctv/--cache-type-v (llama.cpp's
+// flags; main() rewrites the single-dash spellings), --no-mmap.
 void AddModelOptions(cxxopts::Options& options, int default_ctx = 0, int default_batch = 512);
 
 // Reads and validates the context flags.

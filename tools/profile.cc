@@ -51,8 +51,9 @@ uint64_t ParseBytes(const std::string& s) {
 // Perplexity of the model as it is now over the first `windows` windows of n_ctx tokens
 // (llama.cpp's protocol: second half of each window scored).
 Status WindowPerplexity(const Model& model, const std::vector<TokenId>& tokens, int n_ctx, int windows, int n_threads,
-                        double* ppl) {
+                        KvType kv_type, double* ppl) {
   ContextParams p;
+  p.kv_type = kv_type;
   p.n_ctx = n_ctx;
   p.n_batch = n_ctx;
   p.n_threads = n_threads;
@@ -61,7 +62,7 @@ Status WindowPerplexity(const Model& model, const std::vector<TokenId>& tokens, 
   const int V = model.config().n_vocab;
   double nll = 0;
   long count = 0;
-  for (int w = 0; w < windows && static_cast<size_t>((w + 1) * n_ctx) <= tokens.size(); ++w) {
+  for (int w = 0; (windows <= 0 || w < windows) && static_cast<size_t>((w + 1) * n_ctx) <= tokens.size(); ++w) {
     std::vector<int32_t> ids(tokens.begin() + w * n_ctx, tokens.begin() + (w + 1) * n_ctx);
     if (model.vocab().add_bos() && model.vocab().bos() >= 0) ids[0] = model.vocab().bos();
     ctx->Truncate(0);
@@ -98,6 +99,13 @@ int RunProfile(int argc, char** argv) {
       "no-cache", "profile even when a cached plan matches (and refresh the cache)")(
       "ppl-text", "with --report: perplexity of the plan and of all-fp32 on the first windows of this text",
       cxxopts::value<std::string>())("mlock", "try to mlock resident layers when applying the plan")(
+      "uniform", "no profiling: a uniform plan, a8 (quantized activations everywhere) or a16 (fp32 activations), "
+      "with the head of --head-type and the cache of --kv-type", cxxopts::value<std::string>())(
+      "no-baseline", "with --report: skip the all-fp32 reference measurements (speed, perplexity)")(
+      "ppl-ctx", "with --ppl-text: window size in tokens", cxxopts::value<int>()->default_value("128"))(
+      "ppl-windows", "with --ppl-text: windows scored (0 = the whole text)", cxxopts::value<int>()->default_value("4"))(
+      "head-type", "output head weight type: auto (the planner picks among the file's, f16, q8_0, q6_k, q4_0), "
+      "file, or one type", cxxopts::value<std::string>()->default_value("auto"))(
       "json", "print the plan as JSON on stdout (no progress)")("q,quiet", "no progress")("h,help", "show this help");
   cxxopts::ParseResult a;
   try {
@@ -142,7 +150,17 @@ int RunProfile(int argc, char** argv) {
   key.samples = samples;
   key.seed = a["seed"].as<uint64_t>();
   key.n_ctx = cp.n_ctx > 0 ? cp.n_ctx : std::min(model->config().n_ctx_train, 4096);
-  key.kv_type = cp.kv_type == KvType::kF32 ? "f32" : "f16";
+  // KV cache: a type given with --kv-type / -ctk / -ctv is kept; otherwise the planner picks.
+  if (cp.kv_type_v) return UsageError("profile", "plans use one KV cache type for K and V (-ctk and -ctv differ)");
+  const bool kv_given = a.count("kv-type") || a.count("cache-type-k") || a.count("cache-type-v");
+  key.kv_type = kv_given ? KvTypeName(cp.kv_type) : "auto";
+  key.output_type = a["head-type"].as<std::string>();
+  {
+    TypeId t;
+    if (key.output_type != "auto" && key.output_type != "file" && !ParseTypeName(key.output_type, &t)) {
+      return UsageError("profile", "--head-type must be auto, file or a type name, got '" + key.output_type + "'");
+    }
+  }
   const std::string isa = profiler::MachineIsa();
   const uint64_t ram = profiler::MachineRamBytes();
 
@@ -169,7 +187,27 @@ int RunProfile(int argc, char** argv) {
   Plan plan;
   std::string source;
   const std::string cache_path = profiler::PlanCachePath(hash);
-  if (a.count("plan")) {
+  if (a.count("uniform")) {
+    const std::string u = a["uniform"].as<std::string>();
+    if (u != "a8" && u != "a16") return UsageError("profile", "--uniform must be a8 or a16, got '" + u + "'");
+    TypeId head = TypeId::kCount;
+    if (key.output_type != "auto" && key.output_type != "file") (void)ParseTypeName(key.output_type, &head);
+    plan.model_path = path;
+    plan.model_hash = hash;
+    plan.hash_method = profiler::kHashMethod;
+    plan.file_size = model->file().file_size();
+    plan.isa = isa;
+    plan.ram_bytes = ram;
+    plan.key = key;
+    plan.key.kv_type = KvTypeName(cp.kv_type);
+    st = profiler::UniformPlan(model.get(), u == "a8", head, cp.kv_type, &plan);
+    if (!st.ok()) return Fail(st);
+    profiler::ProfileOptions mo = po;
+    mo.kv_type = KvType::kF16;  // against the profile's baseline: fp32 activations, file head, F16 cache
+    st = profiler::MeasurePlanKl(model.get(), mo, plan, &plan.kl_plan);
+    if (!st.ok()) return Fail(st);
+    source = "uniform plan " + u + " (not profiled, not cached)";
+  } else if (a.count("plan")) {
     const std::string plan_path = a["plan"].as<std::string>();
     st = profiler::ReadPlanFile(plan_path, &plan);
     if (!st.ok()) return Fail(st);
@@ -218,13 +256,34 @@ int RunProfile(int argc, char** argv) {
   if (a.count("report")) {
     // Measured speed of the plan as applied, and of all fp32, with short decodes.
     if (show_progress) std::fprintf(stderr, "report: measuring decode speed\n");
-    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s);
+    const KvType plan_kv = profiler::PlanKvType(plan);
+    // The best of 3 runs of 64 single-token decodes (noise from other processes is one-sided).
+    auto best_tok_s = [&](KvType kv, double* out, double* cpu_out) {
+      *out = 0;
+      if (cpu_out != nullptr) *cpu_out = 0;
+      for (int rep = 0; rep < 3; ++rep) {
+        double t = 0, c = 0;
+        TRINE_RETURN_IF_ERROR(profiler::MeasureDecodeSpeed(*model, cp.n_threads, kv, 64, &t, &c));
+        *out = std::max(*out, t);
+        if (cpu_out != nullptr) *cpu_out = std::max(*cpu_out, c);
+      }
+      return Status::Ok();
+    };
+    st = best_tok_s(plan_kv, &plan.measured_tok_s, &plan.measured_tok_s_cpu);
+    if (!st.ok()) return Fail(st);
+    // All fp32: the file's head, fp32 activations, an F16 cache (the profile's baseline).
+    st = model->SetOutputType(model->output_file_type());
     if (!st.ok()) return Fail(st);
     for (const auto& u : plan.units) {
       for (const auto& t : u.tensors) (void)model->SetF32Activations(t, true);
     }
-    st = profiler::MeasureDecodeTokS(*model, cp.n_threads, cp.kv_type, 32, &plan.measured_tok_s_fp32);
-    if (!st.ok()) return Fail(st);
+    const KvType base_kv = plan.key.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
+    const bool baseline = a.count("no-baseline") == 0;
+    plan.measured_tok_s_fp32 = -1;
+    if (baseline) {
+      st = best_tok_s(base_kv, &plan.measured_tok_s_fp32, nullptr);
+      if (!st.ok()) return Fail(st);
+    }
     if (a.count("ppl-text")) {
       std::string text;
       st = ReadTextFile(a["ppl-text"].as<std::string>(), &text);
@@ -235,12 +294,16 @@ int RunProfile(int argc, char** argv) {
       std::vector<TokenId> ids;
       st = tok->Tokenize(text, true, false, &ids);
       if (!st.ok()) return Fail(st);
-      const int n_ctx = std::min(128, model->config().n_ctx_train);
-      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_fp32);
-      if (!st.ok()) return Fail(st);
+      const int n_ctx = std::min(a["ppl-ctx"].as<int>(), model->config().n_ctx_train);
+      const int windows = a["ppl-windows"].as<int>();
+      if (n_ctx < 4) return UsageError("profile", "--ppl-ctx must be >= 4");
+      if (baseline) {
+        st = WindowPerplexity(*model, ids, n_ctx, windows, cp.n_threads, base_kv, &plan.ppl_fp32);
+        if (!st.ok()) return Fail(st);
+      }
       st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
       if (!st.ok()) return Fail(st);
-      st = WindowPerplexity(*model, ids, n_ctx, 4, cp.n_threads, &plan.ppl_plan);
+      st = WindowPerplexity(*model, ids, n_ctx, windows, cp.n_threads, plan_kv, &plan.ppl_plan);
       if (!st.ok()) return Fail(st);
     }
     st = profiler::ApplyPlan(plan, model.get(), false, nullptr);

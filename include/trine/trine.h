@@ -201,17 +201,30 @@ TRINE_API int32_t trine_detokenize(const trine_model* model, const trine_token* 
 
 /* ---- Context ------------------------------------------------------------------------------ */
 
-typedef enum trine_kv_type { TRINE_KV_F16 = 0, TRINE_KV_F32 = 1 } trine_kv_type;
+/* KV cache precisions (llama.cpp's -ctk / -ctv types). Q8_0 and Q4_0 store 32-value blocks and
+ * need a head size that is a multiple of 32 (trine_context_create fails otherwise); F32 is only
+ * valid for K and V together. */
+typedef enum trine_kv_type {
+  TRINE_KV_SAME = -1, /* kv_type_v only: the same as kv_type */
+  TRINE_KV_F16 = 0,
+  TRINE_KV_F32 = 1,
+  TRINE_KV_Q8_0 = 2,
+  TRINE_KV_Q4_0 = 3
+} trine_kv_type;
 
 typedef struct trine_context_params {
   size_t struct_size;    /* sizeof(trine_context_params) */
   int32_t n_ctx;         /* positions in the KV cache; 0: the model's training context, <= 4096 */
   int32_t n_batch;       /* tokens per forward pass (longer inputs are split); > 0 */
   int32_t n_threads;     /* OpenMP threads of this context; 0: all cores */
-  trine_kv_type kv_type; /* KV cache precision */
+  trine_kv_type kv_type; /* K cache precision (and V's when kv_type_v is TRINE_KV_SAME) */
+  /* Appended in 0.1 after kv_type; a struct_size of offsetof(trine_context_params, kv_type_v)
+   * (the earlier layout) is accepted and means TRINE_KV_SAME. */
+  trine_kv_type kv_type_v; /* V cache precision, or TRINE_KV_SAME */
 } trine_context_params;
 
-/* Defaults: n_ctx 0, n_batch 512, n_threads 0, TRINE_KV_F16. Thread-safe. */
+/* Defaults: n_ctx 0, n_batch 512, n_threads 0, TRINE_KV_F16, kv_type_v TRINE_KV_SAME.
+ * Thread-safe. */
 TRINE_API trine_context_params trine_context_default_params(void);
 
 /* Creates an inference stream on `model` (which it keeps alive; see trine_model_free).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -552,6 +553,7 @@ trine_context_params trine_context_default_params(void) {
   p.n_batch = d.n_batch;
   p.n_threads = d.n_threads;
   p.kv_type = TRINE_KV_F16;
+  p.kv_type_v = TRINE_KV_SAME;
   return p;
 }
 
@@ -560,23 +562,50 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
   return Guard(fn, static_cast<trine_context*>(nullptr), [&]() -> trine_context* {
     if (ModelOf(fn, model) == nullptr) return nullptr;
     if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_context_default_params())"), nullptr;
-    if (!CheckStructSize(fn, params->struct_size, sizeof(trine_context_params), "trine_context_params")) return nullptr;
+    // The layout before kv_type_v was appended is still accepted (kv_type_v = TRINE_KV_SAME).
+    const bool has_kv_type_v = params->struct_size != offsetof(trine_context_params, kv_type_v);
+    if (has_kv_type_v &&
+        !CheckStructSize(fn, params->struct_size, sizeof(trine_context_params), "trine_context_params")) {
+      return nullptr;
+    }
     trine::ContextParams cp;
     cp.n_ctx = params->n_ctx;
     cp.n_batch = params->n_batch;
     cp.n_threads = params->n_threads;
-    // Read as an integer: C callers may store any int there, and loading a value outside the
+    // Read as integers: C callers may store any int there, and loading a value outside the
     // enumerators through the C++ enum type would be undefined.
     static_assert(sizeof(params->kv_type) == sizeof(int32_t), "trine_kv_type is int-sized in C and C++");
+    auto kv_from_c = [&](int32_t v, const char* field, trine::KvType* out) {
+      switch (v) {
+        case TRINE_KV_F16:
+          *out = trine::KvType::kF16;
+          return true;
+        case TRINE_KV_F32:
+          *out = trine::KvType::kF32;
+          return true;
+        case TRINE_KV_Q8_0:
+          *out = trine::KvType::kQ8_0;
+          return true;
+        case TRINE_KV_Q4_0:
+          *out = trine::KvType::kQ4_0;
+          return true;
+        default:
+          SetErrorF(TRINE_ERROR_INVALID_ARGUMENT,
+                    "%s: %s %d is not TRINE_KV_F16, TRINE_KV_F32, TRINE_KV_Q8_0 or TRINE_KV_Q4_0", fn, field, v);
+          return false;
+      }
+    };
     int32_t kv_type = 0;
     std::memcpy(&kv_type, &params->kv_type, sizeof(kv_type));
-    if (kv_type == TRINE_KV_F16) {
-      cp.kv_type = trine::KvType::kF16;
-    } else if (kv_type == TRINE_KV_F32) {
-      cp.kv_type = trine::KvType::kF32;
-    } else {
-      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is not TRINE_KV_F16 or TRINE_KV_F32", fn, kv_type);
-      return nullptr;
+    if (!kv_from_c(kv_type, "kv_type", &cp.kv_type)) return nullptr;
+    if (has_kv_type_v) {
+      int32_t kv_type_v = 0;
+      std::memcpy(&kv_type_v, &params->kv_type_v, sizeof(kv_type_v));
+      if (kv_type_v != TRINE_KV_SAME) {
+        trine::KvType tv = trine::KvType::kF16;
+        if (!kv_from_c(kv_type_v, "kv_type_v", &tv)) return nullptr;
+        cp.kv_type_v = tv;
+      }
     }
     const trine::Model& m = *model->state->model;
     if (cp.n_ctx > m.config().n_ctx_train) {

@@ -91,6 +91,58 @@ Status Model::SetF32Activations(const std::string& tensor, bool on) {
   return InvalidArgument("no weight matrix named '" + tensor + "'");
 }
 
+Status Model::SetOutputType(TypeId type) {
+  if (type == TypeId::kCount) return InvalidArgument("no output type given");
+  const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
+  const bool f32_act = output_.f32_activations;
+  if (type == output_file_.type) {
+    output_ = output_file_;
+    output_requant_.clear();
+    output_requant_.shrink_to_fit();
+  } else {
+    const TypeTraits& src = GetTypeTraits(output_file_.type);
+    const TypeTraits& dst = GetTypeTraits(type);
+    if (dst.quantize_row == nullptr || src.dequantize_row == nullptr) {
+      return InvalidArgument(std::string("cannot requantize the output head from ") + src.name + " to " + dst.name);
+    }
+    if (output_file_.cols % dst.block_elems != 0) {
+      return InvalidArgument(std::string("cannot requantize the output head to ") + dst.name + ": rows of " +
+                             std::to_string(output_file_.cols) + " values are not a whole number of " +
+                             std::to_string(dst.block_elems) + "-value blocks");
+    }
+    const size_t row_bytes = static_cast<size_t>(output_file_.cols / dst.block_elems * dst.block_bytes);
+    std::vector<uint8_t> buf(row_bytes * static_cast<size_t>(output_file_.rows));
+    const kernels::WeightView from = output_file_;
+#pragma omp parallel
+    {
+      std::vector<float> row(static_cast<size_t>(from.cols));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < from.rows; ++r) {
+        src.dequantize_row(from.data + static_cast<size_t>(r) * from.row_bytes, row.data(), from.cols);
+        dst.quantize_row(row.data(), buf.data() + static_cast<size_t>(r) * row_bytes, from.cols);
+      }
+    }
+    output_requant_ = std::move(buf);
+    output_ = output_file_;
+    output_.type = type;
+    output_.data = output_requant_.data();
+    output_.row_bytes = row_bytes;
+    output_.tensor_scale = 1.0f;
+  }
+  std::string kname;
+  output_.f32_activations = false;
+  output_.gemm = kernels::SelectGemm(output_.type, isa_, variant_, &kname);
+  for (auto& b : bindings_) {
+    if (b.tensor == name) {
+      b.kernel = type == output_file_.type ? kname
+                                           : std::string(TypeName(output_file_.type)) + " -> " + kname +
+                                                 " (requantized at load)";
+    }
+  }
+  if (f32_act) TRINE_RETURN_IF_ERROR(SetF32Activations(name, true));
+  return Status::Ok();
+}
+
 Status Model::Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out) {
   std::unique_ptr<Model> m(new Model());
   GgufOpenOptions oo;
@@ -115,6 +167,8 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   }
   TRINE_RETURN_IF_ERROR(m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
                                       options.ternary_variant));
+  m->output_file_ = m->output_;
+  if (options.output_type != TypeId::kCount) TRINE_RETURN_IF_ERROR(m->SetOutputType(options.output_type));
   TRINE_RETURN_IF_ERROR(ReadVector(f, "output_norm.weight", &m->output_norm_));
   if (c.has_rope_freqs) TRINE_RETURN_IF_ERROR(ReadVector(f, "rope_freqs.weight", &m->rope_freqs_));
 

@@ -42,6 +42,9 @@ struct ModelLoadOptions {
   // int8/fp16 activation quantization llama.cpp uses; names as in the file ("blk.3.ffn_down.weight").
   // This is how a precision plan (trine profile) is applied.
   std::vector<std::string> f32_activation_tensors;
+  // The output head's weight type: kCount keeps the file's; another type (f16, q8_0, q6_k, q4_0 ...)
+  // requantizes the head at load (SetOutputType), as a plan's "output_type" says.
+  TypeId output_type = TypeId::kCount;
 };
 
 // What the loader bound to one weight matrix (for `trine inspect --kernels`).
@@ -77,6 +80,17 @@ class Model {
   Status SetF32Activations(const std::string& tensor, bool on);
   const std::vector<KernelBinding>& bindings() const { return bindings_; }
 
+  // Requantizes the output head (output.weight, or the tied embedding; the embedding lookup is
+  // unaffected) from the file's weights to `type` and rebinds its kernel; the file's own type
+  // restores the original view. The activation precision setting is kept. Errors when the row
+  // length is not a whole number of the type's blocks or the type has no row quantizer. For
+  // profilers and loaders: call only while no context of this model is decoding.
+  Status SetOutputType(TypeId type);
+  TypeId output_type() const { return output_.type; }
+  TypeId output_file_type() const { return output_file_.type; }
+  // Bytes of the head's weights as bound now.
+  uint64_t output_bytes() const { return static_cast<uint64_t>(output_.rows) * output_.row_bytes; }
+
  private:
   Model() = default;
   std::unique_ptr<GgufFile> file_;
@@ -84,6 +98,8 @@ class Model {
   Vocab vocab_;
   kernels::WeightView token_embd_;
   kernels::WeightView output_;
+  kernels::WeightView output_file_;    // the head as in the file (SetOutputType's source)
+  std::vector<uint8_t> output_requant_;  // owned requantized head
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;

@@ -25,7 +25,8 @@ json PlanToJson(const Plan& p) {
   j["model"] = {{"path", p.model_path}, {"file_size", p.file_size}, {"hash", p.model_hash}, {"hash_method", p.hash_method}};
   j["machine"] = {{"isa", p.isa}, {"ram_bytes", p.ram_bytes}, {"n_threads", p.n_threads}};
   j["key"] = {{"mem_budget", p.key.mem_budget}, {"max_kl", p.key.max_kl}, {"samples", p.key.samples},
-              {"seed", p.key.seed},             {"n_ctx", p.key.n_ctx},   {"kv_type", p.key.kv_type}};
+              {"seed", p.key.seed},             {"n_ctx", p.key.n_ctx},   {"kv_type", p.key.kv_type},
+              {"output_type", p.key.output_type}};
   j["tensors"] = p.tensors;
   json layers = json::array();
   for (const PlanUnit& u : p.units) {
@@ -42,6 +43,21 @@ json PlanToJson(const Plan& p) {
                       {"ms_int8", u.ms_int8}});
   }
   j["layers"] = layers;
+  auto cands = [](const std::vector<PlanCandidate>& v, bool with_ms) {
+    json a = json::array();
+    for (const PlanCandidate& c : v) {
+      json o = {{"type", c.type}, {"bytes", c.bytes}, {"kl", c.kl}};
+      if (with_ms) {
+        o["ms"] = c.ms;
+        o["load_s"] = c.load_s;
+      }
+      a.push_back(o);
+    }
+    return a;
+  };
+  j["kv"] = {{"type", p.kv_type}, {"candidates", cands(p.kv_candidates, false)}};
+  j["output"] = {{"type", p.output_type}, {"file_type", p.output_file_type},
+                 {"candidates", cands(p.output_candidates, true)}};
   const PlanMemory& m = p.memory;
   j["memory"] = {{"budget", m.budget},   {"weights", m.weights},       {"kv", m.kv},
                  {"activations", m.activations}, {"buffers", m.buffers}, {"resident", m.resident},
@@ -59,6 +75,7 @@ json PlanToJson(const Plan& p) {
   if (p.measured_tok_s >= 0) {
     j["measured"] = {{"tok_s", p.measured_tok_s},
                      {"tok_s_all_fp32", p.measured_tok_s_fp32},
+                     {"tok_s_cpu", p.measured_tok_s_cpu},
                      {"ppl_plan", p.ppl_plan},
                      {"ppl_fp32", p.ppl_fp32}};
   }
@@ -97,6 +114,34 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     p.key.seed = k.at("seed").get<uint64_t>();
     p.key.n_ctx = k.at("n_ctx").get<int>();
     p.key.kv_type = k.at("kv_type").get<std::string>();
+    p.key.output_type = k.value("output_type", std::string(version >= 2 ? "auto" : "file"));
+    KvType kvt;
+    p.kv_type = p.key.kv_type == "auto" ? "f16" : p.key.kv_type;
+    auto read_cands = [&](const json& a, std::vector<PlanCandidate>* dst) {
+      for (const json& c : a) {
+        PlanCandidate pc;
+        pc.type = c.at("type").get<std::string>();
+        pc.bytes = c.value("bytes", uint64_t{0});
+        pc.kl = c.value("kl", 0.0);
+        pc.ms = c.value("ms", 0.0);
+        pc.load_s = c.value("load_s", 0.0);
+        dst->push_back(pc);
+      }
+    };
+    if (j.contains("kv")) {
+      p.kv_type = j["kv"].at("type").get<std::string>();
+      if (j["kv"].contains("candidates")) read_cands(j["kv"]["candidates"], &p.kv_candidates);
+    }
+    if (!ParseKvType(p.kv_type, &kvt)) return InvalidFile(what + ": unknown KV cache type '" + p.kv_type + "'");
+    if (j.contains("output")) {
+      p.output_type = j["output"].value("type", std::string());
+      p.output_file_type = j["output"].value("file_type", std::string());
+      if (j["output"].contains("candidates")) read_cands(j["output"]["candidates"], &p.output_candidates);
+      TypeId t;
+      if (!p.output_type.empty() && !ParseTypeName(p.output_type, &t)) {
+        return InvalidFile(what + ": unknown output head type '" + p.output_type + "'");
+      }
+    }
     p.tensors = j.at("tensors").get<std::map<std::string, std::string>>();
     for (const auto& [name, prec] : p.tensors) {
       if (prec != "int8" && prec != "fp32") return InvalidFile(what + ": tensor " + name + " has precision '" + prec + "'");
@@ -150,6 +195,7 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     if (j.contains("measured")) {
       p.measured_tok_s = j["measured"].value("tok_s", -1.0);
       p.measured_tok_s_fp32 = j["measured"].value("tok_s_all_fp32", -1.0);
+      p.measured_tok_s_cpu = j["measured"].value("tok_s_cpu", -1.0);
       p.ppl_plan = j["measured"].value("ppl_plan", -1.0);
       p.ppl_fp32 = j["measured"].value("ppl_fp32", -1.0);
     }
@@ -243,7 +289,8 @@ bool PlanKeyMatches(const Plan& p, const std::string& model_hash, const std::str
                     const PlanKey& k) {
   return p.model_hash == model_hash && p.isa == isa && p.ram_bytes == ram_bytes && p.trine_version == kTrineVersion &&
          p.key.mem_budget == k.mem_budget && p.key.max_kl == k.max_kl && p.key.samples == k.samples &&
-         p.key.seed == k.seed && p.key.n_ctx == k.n_ctx && p.key.kv_type == k.kv_type;
+         p.key.seed == k.seed && p.key.n_ctx == k.n_ctx && p.key.kv_type == k.kv_type &&
+         p.key.output_type == k.output_type && p.version == kPlanVersion;
 }
 
 std::string MachineIsa() { return kernels::IsaName(kernels::ActiveIsa()); }
@@ -277,11 +324,35 @@ std::vector<std::string> PlanF32Tensors(const Plan& plan) {
   return out;
 }
 
-Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
+KvType PlanKvType(const Plan& plan) {
+  KvType t = KvType::kF16;
+  if (!ParseKvType(plan.kv_type, &t)) t = KvType::kF16;
+  return t;
+}
+
+TypeId PlanOutputType(const Plan& plan) {
+  TypeId t = TypeId::kCount;
+  if (plan.output_type.empty() || plan.output_type == plan.output_file_type) return TypeId::kCount;
+  if (!ParseTypeName(plan.output_type, &t)) return TypeId::kCount;
+  return t;
+}
+
+Status ApplyPlanPrecisions(const Plan& plan, Model* model) {
+  TypeId head = PlanOutputType(plan);
+  if (head == TypeId::kCount) head = model->output_file_type();
+  if (model->output_type() != head) {
+    Status s = model->SetOutputType(head);
+    if (!s.ok()) return InvalidArgument("plan does not fit this model: " + s.message());
+  }
   for (const auto& [name, prec] : plan.tensors) {
     Status s = model->SetF32Activations(name, prec != "int8");
     if (!s.ok()) return InvalidArgument("plan does not fit this model: " + s.message());
   }
+  return Status::Ok();
+}
+
+Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
+  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   int advised = 0, locked = 0, lock_failed = 0;
   for (const PlanUnit& u : plan.units) {
@@ -309,7 +380,8 @@ Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* su
     }
   }
   if (summary != nullptr) {
-    *summary = std::to_string(plan.tensors.size()) + " tensor precisions set, " + std::to_string(advised) +
+    *summary = std::to_string(plan.tensors.size()) + " tensor precisions set, head " +
+               TypeName(model->output_type()) + ", KV cache " + plan.kv_type + ", " + std::to_string(advised) +
                " ranges advised";
     if (try_mlock) *summary += ", " + std::to_string(locked) + " locked (" + std::to_string(lock_failed) + " mlock failures)";
   }

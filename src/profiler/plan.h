@@ -1,22 +1,39 @@
 // Precision/placement plans: what `trine profile` decides, stored as JSON in the plan cache.
 //
-// Plan JSON schema ("schema": "trine.plan", "version": 1). Readers reject another schema name, a
+// Plan JSON schema ("schema": "trine.plan", "version": 2). Readers reject another schema name, a
 // version newer than kPlanVersion, and (when checking against a model) another model_hash.
+// Version history: 1 = activation precision per tensor and placement per layer; 2 adds "kv" (the
+// chosen KV cache type and its measured candidates), "output" (the head's weight type, requantized
+// at load, and its candidates) and key.kv_type "auto" / key.output_type. Version 1 plans still
+// load: they mean kv.type = key.kv_type and the head in the file's type.
 //
 //   {
-//     "schema": "trine.plan", "version": 1,
+//     "schema": "trine.plan", "version": 2,
 //     "trine_version": "0.1.0",
 //     "model": { "path": str, "file_size": u64, "hash": "16 hex digits",
 //                "hash_method": "fnv1a64-words over all tensor data bytes + file size" },
 //     "machine": { "isa": "avx512"|"avx2"|"ref"|"neon", "ram_bytes": u64, "n_threads": int },
 //     "key": { "mem_budget": u64 bytes (0 = default: MemAvailable when planned; see memory.budget), "max_kl": double, "samples": int, "seed": u64,
-//              "n_ctx": int, "kv_type": "f16"|"f32" }   // with model.hash, machine, trine_version:
-//                                                        // the cache key (all must match to reuse)
+//              "n_ctx": int, "kv_type": "f16"|"f32"|"q8_0"|"q4_0"|"auto",
+//              "output_type": "auto"|"file"|"f16"|"q8_0"|"q6_k"|"q4_0" }   // (v2)
+//                                   // with model.hash, machine, trine_version: the cache key (all
+//                                   // must match to reuse). "auto": the planner chooses.
 //     "tensors": { "<tensor name>": "int8"|"fp32", ... } // activation precision per weight matrix
 //     "layers": [ { "unit": "blk.0"|"output", "layer": int (-1 = head), "precision": "int8"|"fp32",
 //                   "placement": "resident"|"page_cache"|"streamed", "weight_bytes": u64,
 //                   "kl_int8": double, "kl_half": [double, double], "act_norm": double,
 //                   "ms_fp32": double, "ms_int8": double } ... ]  // ms = per decoded token
+//     "kv": { "type": "f16"|"f32"|"q8_0"|"q4_0",        // (v2) K and V cache type to run with
+//             "candidates": [ { "type": str, "bytes": u64 (cache of key.n_ctx),
+//                               "kl": double (all-fp32 activations, only the cache changed) } ] },
+//     "output": { "type": str, "file_type": str,        // (v2) head weights to run with (type !=
+//                                                        // file_type: requantized at load; "auto"
+//                                                        // candidates: f16/q8_0/q6_k/q4_0 no wider
+//                                                        // than file_type)
+//                 "candidates": [ { "type": str, "bytes": u64 (resident head bytes),
+//                                   "kl": double (head with quantized activations in this type,
+//                                                 everything else fp32), "ms": double per token,
+//                                   "load_s": double (requantization at load, measured) } ] },
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
 //                 "resident": u64, "page_cache": u64, "streamed": u64 },
 //     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
@@ -26,8 +43,13 @@
 //                  "kl_plan": double (measured with the plan applied),
 //                  "split_half_spearman": double, "split_half_topk_overlap": double },
 //     "measured": { "tok_s": double, "tok_s_all_fp32": double,   // optional (report runs)
+//                   "tok_s_cpu": double (v2: per second of process CPU time; -1 unknown),
 //                   "ppl_plan": double, "ppl_fp32": double }     // -1 without --ppl-text
 //   }
+//
+// Planner objective (PlanFromProfile): among the KV and head candidates, the combination whose
+// total memory exceeds the budget least, then the fastest predicted, then the lowest KL, with
+// sum of KLs (layers' int8 + kv + head) <= max_kl.
 //
 // Placement "streamed" is a decision recorded in the plan only: trine does not yet stream weights
 // with pread; such layers are left to the page cache (madvise RANDOM) at apply time.
@@ -42,11 +64,12 @@
 
 #include "core/status.h"
 #include "model/model.h"
+#include "runtime/context.h"
 
 namespace trine::profiler {
 
 inline constexpr const char* kPlanSchema = "trine.plan";
-inline constexpr int kPlanVersion = 1;
+inline constexpr int kPlanVersion = 2;
 inline constexpr const char* kTrineVersion = "0.1.0";
 
 struct PlanUnit {
@@ -57,6 +80,15 @@ struct PlanUnit {
   std::string placement = "resident";
   uint64_t weight_bytes = 0;
   double kl_int8 = 0, kl_half[2] = {0, 0}, act_norm = 0, ms_fp32 = 0, ms_int8 = 0;
+};
+
+// One measured option for the KV cache or the head.
+struct PlanCandidate {
+  std::string type;
+  uint64_t bytes = 0;
+  double kl = 0;
+  double ms = 0;      // head only: per decoded token
+  double load_s = 0;  // head only: seconds to requantize it at load (0: the file's type)
 };
 
 struct PlanMemory {
@@ -70,7 +102,8 @@ struct PlanKey {
   int samples = 8;
   uint64_t seed = 1;
   int n_ctx = 0;
-  std::string kv_type = "f16";
+  std::string kv_type = "f16";      // a KvTypeName, or "auto"
+  std::string output_type = "auto";  // "auto", "file" or a type name
 };
 
 struct Plan {
@@ -84,12 +117,16 @@ struct Plan {
   PlanKey key;
   std::map<std::string, std::string> tensors;
   std::vector<PlanUnit> units;
+  std::string kv_type = "f16";  // chosen (K and V)
+  std::vector<PlanCandidate> kv_candidates;
+  std::string output_type, output_file_type;  // chosen / in the file ("" = unknown: the file's)
+  std::vector<PlanCandidate> output_candidates;
   PlanMemory memory;
   double pred_tok_s = 0, pred_kl = 0, pred_tok_s_fp32 = 0, pred_tok_s_int8 = 0;
   int samples = 0, tokens_per_sample = 0;
   double profile_seconds = 0, kl_all_int8 = 0, kl_all_fp32 = 0, kl_plan = -1;
   double spearman = 0, topk_overlap = 0;
-  double measured_tok_s = -1, measured_tok_s_fp32 = -1;
+  double measured_tok_s = -1, measured_tok_s_fp32 = -1, measured_tok_s_cpu = -1;
   double ppl_plan = -1, ppl_fp32 = -1;  // with --ppl-text
 };
 
@@ -121,7 +158,16 @@ uint64_t MachineAvailableBytes();  // MemAvailable (falls back to MemTotal / 2)
 // plan's precisions at load time, as a loader that knows nothing of plans would).
 std::vector<std::string> PlanF32Tensors(const Plan& plan);
 
-// Sets each tensor's activation precision as the plan says (unknown names are errors), and
+// The KV cache type the plan runs with.
+KvType PlanKvType(const Plan& plan);
+// The head type to requantize to at load (ModelLoadOptions::output_type): kCount when the plan
+// keeps the file's type.
+TypeId PlanOutputType(const Plan& plan);
+
+// Sets each tensor's activation precision and the head's weight type as the plan says.
+Status ApplyPlanPrecisions(const Plan& plan, Model* model);
+
+// Sets each tensor's activation precision (and the head type) as the plan says (unknown names are errors), and
 // advises the kernel about each layer's placement (resident: MADV_WILLNEED and, with try_mlock,
 // mlock; page_cache: MADV_NORMAL; streamed: MADV_RANDOM). *summary receives a one-line account.
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary);

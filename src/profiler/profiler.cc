@@ -7,6 +7,8 @@
 #include <numeric>
 #include <random>
 
+#include <time.h>
+
 #include "model/ops.h"
 #include "tokenizer/tokenizer.h"
 
@@ -92,10 +94,11 @@ Status SetAll(Model* model, const std::vector<PlanUnit>& units, bool int8) {
 // Restores the activation precisions a model had before profiling.
 class PrecisionGuard {
  public:
-  explicit PrecisionGuard(Model* m) : m_(m) {
+  explicit PrecisionGuard(Model* m) : m_(m), head_(m->output_type()) {
     for (const KernelBinding& b : m->bindings()) saved_.emplace_back(b.tensor, EndsWith(b.kernel, kF32Suffix));
   }
   ~PrecisionGuard() {
+    if (m_->output_type() != head_) (void)m_->SetOutputType(head_);
     for (const auto& [t, on] : saved_) (void)m_->SetF32Activations(t, on);
   }
   PrecisionGuard(const PrecisionGuard&) = delete;
@@ -103,6 +106,7 @@ class PrecisionGuard {
 
  private:
   Model* m_;
+  TypeId head_;
   std::vector<std::pair<std::string, bool>> saved_;
 };
 
@@ -176,23 +180,14 @@ struct LayerDriver {
   ForwardState st;
   std::vector<float> normed, logits;
 
-  void Init(const Model* model, int n_ctx, int n_threads, KvType type) {
+  Status Init(const Model* model, int n_ctx, int n_threads, KvType type) {
     m = model;
     const ModelConfig& c = m->config();
-    kv.type = type;
-    kv.n_ctx = n_ctx;
-    kv.kv_dim = c.n_head_kv * c.head_dim;
-    const size_t elems = static_cast<size_t>(c.n_layer) * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv.kv_dim);
-    if (type == KvType::kF16) {
-      kv.k16.assign(elems, 0);
-      kv.v16.assign(elems, 0);
-    } else {
-      kv.k32.assign(elems, 0.0f);
-      kv.v32.assign(elems, 0.0f);
-    }
+    TRINE_RETURN_IF_ERROR(kv.Allocate(type, type, c.n_layer, n_ctx, c.n_head_kv, c.head_dim));
     st.model = m;
     st.kv = &kv;
     st.n_threads = n_threads;
+    return Status::Ok();
   }
 
   // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
@@ -225,6 +220,22 @@ struct LayerDriver {
     }
   }
 };
+
+// Time per decoded token of the head as bound now (fastest of 3 runs of 16 single-row products).
+double TimeHead(const Model& m, int n_threads) {
+  const ModelConfig& c = m.config();
+  std::vector<float> x(static_cast<size_t>(c.n_embd)), y(static_cast<size_t>(c.n_vocab));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f);
+  std::vector<uint8_t> act;
+  ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);  // warm-up
+  double best = INFINITY;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 16; ++i) ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 16.0);
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -276,6 +287,19 @@ double TopKOverlap(const std::vector<double>& a, const std::vector<double>& b, i
 }
 
 Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s) {
+  double cpu = 0;
+  return MeasureDecodeSpeed(model, n_threads, kv_type, n, tok_s, &cpu);
+}
+
+namespace {
+double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+Status MeasureDecodeSpeed(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s, double* cpu_tok_s) {
   ContextParams p;
   p.n_ctx = std::min(std::max(16, model.config().n_ctx_train), n + 8);
   p.n_threads = n_threads;
@@ -286,12 +310,15 @@ Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int 
   TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));  // warm-up
   const int steps = std::max(1, std::min(n, ctx->n_ctx() - 1));
   const auto t0 = Clock::now();
+  const double c0 = ProcessCpuSeconds();
   for (int i = 0; i < steps; ++i) {
     tok = static_cast<int32_t>((tok * 31 + 7) % model.config().n_vocab);
     TRINE_RETURN_IF_ERROR(ctx->Decode(&tok, 1, false));
   }
+  const double cpu = ProcessCpuSeconds() - c0;
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
   *tok_s = sec > 0 ? steps / sec : 0;
+  *cpu_tok_s = cpu > 0 ? steps / cpu : 0;
   return Status::Ok();
 }
 
@@ -302,17 +329,39 @@ Status MeasurePlanKl(Model* model, const ProfileOptions& o, const Plan& plan, do
   TRINE_RETURN_IF_ERROR(ev.Init(o));
   const std::vector<PlanUnit> units = BuildUnits(*model);
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));  // the baseline's head
   std::vector<std::vector<float>> base, cur;
   TRINE_RETURN_IF_ERROR(ev.Run(&base));
-  for (const auto& [name, prec] : plan.tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(name, prec != "int8"));
-  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
+  ProfileOptions po = o;
+  po.kv_type = PlanKvType(plan);
+  Evaluator ev_plan{model, &samples, std::max(1, o.scored_positions), nullptr};
+  TRINE_RETURN_IF_ERROR(ev_plan.Init(po));
+  TRINE_RETURN_IF_ERROR(ev_plan.Run(&cur));
   double sum = 0;
   for (size_t s = 0; s < samples.size(); ++s) sum += SampleKl(base[s], cur[s], model->config().n_vocab);
   *kl = sum / static_cast<double>(samples.size());
   return Status::Ok();
 }
 
-Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
+Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
+  ProfileOptions o = options;
+  // The KV candidates: the key's type, or with "auto" every type the head size allows (the
+  // baseline then uses F16, llama.cpp's default).
+  std::vector<KvType> kv_cands;
+  if (plan->key.kv_type == "auto") {
+    kv_cands.push_back(KvType::kF16);
+    if (model->config().head_dim % 32 == 0) {
+      kv_cands.push_back(KvType::kQ8_0);
+      kv_cands.push_back(KvType::kQ4_0);
+    }
+    o.kv_type = KvType::kF16;
+  } else {
+    if (!ParseKvType(plan->key.kv_type, &o.kv_type)) {
+      return InvalidArgument("unknown KV cache type '" + plan->key.kv_type + "' in the plan key");
+    }
+    kv_cands.push_back(o.kv_type);
+  }
   if (o.samples < 2) return InvalidArgument("profiling needs at least 2 samples, got " + std::to_string(o.samples));
   const auto start = Clock::now();
   PrecisionGuard guard(model);
@@ -326,7 +375,7 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   const size_t U = units.size();
   Evaluator ev{model, &samples, std::max(1, o.scored_positions), nullptr};
   TRINE_RETURN_IF_ERROR(ev.Init(o));
-  const float total_steps = static_cast<float>(U + 5);  // baseline, units, all int8, norms, timings, plan
+  const float total_steps = static_cast<float>(U + 7);  // baseline, units, all int8, kv, head, norms, timings, plan
   float step = 0;
 
   // Baseline: everything with fp32 activations.
@@ -375,12 +424,83 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   plan->spearman = Spearman(half_a, half_b);
   plan->topk_overlap = TopKOverlap(half_a, half_b, std::max(1, static_cast<int>(U) / 2));
 
+  // KV cache candidates: only the cache type changes (fp32 activations everywhere).
+  progress(step / total_steps, "KV cache candidates");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  const int key_ctx = plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096);
+  plan->kv_candidates.clear();
+  for (KvType t : kv_cands) {
+    PlanCandidate pc;
+    pc.type = KvTypeName(t);
+    pc.bytes = static_cast<uint64_t>(KvCache::Bytes(t, t, c.n_layer, key_ctx, c.n_head_kv * c.head_dim));
+    if (t != o.kv_type) {
+      ProfileOptions ko = o;
+      ko.kv_type = t;
+      Evaluator ek{model, &samples, std::max(1, o.scored_positions), nullptr};
+      TRINE_RETURN_IF_ERROR(ek.Init(ko));
+      TRINE_RETURN_IF_ERROR(ek.Run(&cur));
+      for (size_t s = 0; s < samples.size(); ++s) pc.kl += SampleKl(base[s], cur[s], V);
+      pc.kl /= static_cast<double>(samples.size());
+    }
+    plan->kv_candidates.push_back(pc);
+  }
+  step += 1;
+
+  // Head candidates: the head requantized to each type, with its quantized activations (the
+  // kernel llama.cpp would run), everything else fp32; and its time per token.
+  progress(step / total_steps, "output head candidates");
+  const PlanUnit& head_unit = units.back();
+  const TypeId file_head = model->output_file_type();
+  plan->output_file_type = TypeName(file_head);
+  plan->output_candidates.clear();
+  std::vector<TypeId> head_types;
+  if (plan->key.output_type == "auto") {
+    // Only types no wider than the file's: a wider head costs memory and time and cannot recover
+    // precision the file does not have (and requantizing a big head costs load time).
+    for (TypeId t : {file_head, TypeId::kF16, TypeId::kQ8_0, TypeId::kQ6_K, TypeId::kQ4_0}) {
+      if (t != file_head && BitsPerWeight(t) > BitsPerWeight(file_head)) continue;
+      if (std::find(head_types.begin(), head_types.end(), t) == head_types.end()) head_types.push_back(t);
+    }
+  } else if (plan->key.output_type == "file" || plan->key.output_type.empty()) {
+    head_types.push_back(file_head);
+  } else {
+    TypeId t;
+    if (!ParseTypeName(plan->key.output_type, &t)) {
+      return InvalidArgument("unknown output head type '" + plan->key.output_type + "'");
+    }
+    head_types.push_back(t);
+  }
+  const bool tied = c.tied_output;
+  for (TypeId t : head_types) {
+    const auto q0 = Clock::now();
+    Status st = model->SetOutputType(t);
+    const double load_s = std::chrono::duration<double>(Clock::now() - q0).count();
+    if (!st.ok()) {
+      if (head_types.size() == 1) return st;
+      continue;  // e.g. rows not a whole number of Q6_K blocks
+    }
+    PlanCandidate pc;
+    pc.type = TypeName(t);
+    pc.load_s = t == file_head ? 0.0 : load_s;
+    // Resident bytes of the head: the requantized copy (a tied head keeps the embedding too).
+    pc.bytes = t == file_head ? head_unit.weight_bytes : model->output_bytes() + (tied ? head_unit.weight_bytes : 0);
+    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, head_unit, true));
+    TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+    pc.ms = TimeHead(*model, o.n_threads > 0 ? o.n_threads : ev.ctx->n_threads());
+    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, head_unit, false));
+    for (size_t s = 0; s < samples.size(); ++s) pc.kl += SampleKl(base[s], cur[s], V);
+    pc.kl /= static_cast<double>(samples.size());
+    plan->output_candidates.push_back(pc);
+  }
+  TRINE_RETURN_IF_ERROR(model->SetOutputType(file_head));
+  step += 1;
+
   // Activation norms (fp32 run) and per-layer timings in both precisions.
   progress(step / total_steps, "activation norms and layer timings");
   LayerDriver drv;
   int n_threads = o.n_threads;
   if (n_threads <= 0) n_threads = ev.ctx->n_threads();
-  drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type);
+  TRINE_RETURN_IF_ERROR(drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type));
   // Norms with the runtime's default (quantized) activations, as MCAP reads them; the residual
   // stream differs from the fp32 run's by the (small) KL-level perturbation only.
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
@@ -421,8 +541,14 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
   for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
   PlanFromProfile(c, other > unit_bytes ? other - unit_bytes : 0, plan);
-  for (const auto& [name, prec] : plan->tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(name, prec != "int8"));
-  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
+  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
+  {
+    ProfileOptions po = o;
+    po.kv_type = PlanKvType(*plan);
+    Evaluator ep{model, &samples, std::max(1, o.scored_positions), nullptr};
+    TRINE_RETURN_IF_ERROR(ep.Init(po));
+    TRINE_RETURN_IF_ERROR(ep.Run(&cur));
+  }
   double kl_plan = 0;
   for (size_t s = 0; s < samples.size(); ++s) kl_plan += SampleKl(base[s], cur[s], V);
   plan->kl_plan = kl_plan / static_cast<double>(samples.size());
@@ -431,17 +557,26 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   return Status::Ok();
 }
 
-void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
+namespace {
+
+// One planning pass with the KV cache type `kv` and, when `head` is set, the head fixed to that
+// requantized type with quantized activations (otherwise the head is a unit like the layers).
+// Returns false when the fixed choices alone exceed max_kl.
+bool PlanOnce(const ModelConfig& c, uint64_t other_weight_bytes, const PlanCandidate& kv, const PlanCandidate* head,
+              Plan* plan) {
   std::vector<PlanUnit>& units = plan->units;
+  const double fixed_kl = std::max(0.0, kv.kl) + (head ? std::max(0.0, head->kl) : 0.0);
+  if (fixed_kl > plan->key.max_kl) return false;
   // Precision: start all fp32, switch units to int8 cheapest-KL-per-ms-saved first.
   std::vector<size_t> order;
   for (size_t u = 0; u < units.size(); ++u) {
-    units[u].precision = "fp32";
-    if (units[u].ms_fp32 - units[u].ms_int8 > 0) order.push_back(u);
+    const bool fixed_head = head != nullptr && units[u].layer < 0;
+    units[u].precision = fixed_head ? "int8" : "fp32";
+    if (!fixed_head && units[u].ms_fp32 - units[u].ms_int8 > 0) order.push_back(u);
   }
   auto ratio = [&](size_t u) { return std::max(0.0, units[u].kl_int8) / (units[u].ms_fp32 - units[u].ms_int8); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ratio(a) < ratio(b); });
-  double kl = 0;
+  double kl = fixed_kl;
   for (size_t u : order) {
     const double k = std::max(0.0, units[u].kl_int8);
     if (kl + k <= plan->key.max_kl) {
@@ -450,10 +585,12 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
     }
   }
   plan->pred_kl = kl;
+  plan->kv_type = kv.type;
+  plan->output_type = head ? head->type : plan->output_file_type;
   plan->tensors.clear();
   // Predicted ms/token = the measured all-fp32 decode time not spent in the profiled units
   // (embedding, sampling overhead; clamped at 0 when timing noise makes it negative) + each unit's
-  // measured time in its chosen precision. Always > 0.
+  // measured time in its chosen precision (the head's in its chosen type). Always > 0.
   double units_fp32 = 0;
   for (const PlanUnit& u : units) units_fp32 += u.ms_fp32;
   const double anchor = plan->pred_tok_s_fp32 > 0 ? 1000.0 / plan->pred_tok_s_fp32 : units_fp32;
@@ -461,7 +598,11 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   double ms_plan = overhead, ms_i8 = overhead;
   for (const PlanUnit& u : units) {
     for (const std::string& t : u.tensors) plan->tensors[t] = u.precision;
-    ms_plan += u.precision == "int8" ? u.ms_int8 : u.ms_fp32;
+    if (head != nullptr && u.layer < 0) {
+      ms_plan += head->ms;
+    } else {
+      ms_plan += u.precision == "int8" ? u.ms_int8 : u.ms_fp32;
+    }
     ms_i8 += u.ms_int8;
   }
   plan->pred_tok_s = ms_plan > 0 ? 1000.0 / ms_plan : 0;
@@ -473,18 +614,24 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
   const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
-  const uint64_t es = plan->key.kv_type == "f32" ? 4 : 2;
-  m.kv = 2 * static_cast<uint64_t>(c.n_layer) * n_ctx * kv_dim * es;
+  if (kv.bytes > 0) {
+    m.kv = kv.bytes;
+  } else {
+    KvType kvt = KvType::kF16;
+    if (!ParseKvType(kv.type, &kvt)) kvt = KvType::kF16;
+    m.kv = static_cast<uint64_t>(KvCache::Bytes(kvt, kvt, c.n_layer, static_cast<int>(n_ctx), static_cast<int>(kv_dim)));
+  }
   const uint64_t nb = std::min<uint64_t>(512, n_ctx);
   const uint64_t E = static_cast<uint64_t>(c.n_embd), F = static_cast<uint64_t>(c.n_ff);
   const uint64_t qd = static_cast<uint64_t>(c.n_head) * static_cast<uint64_t>(c.head_dim);
   m.activations = nb * (3 * E + 2 * qd + 2 * kv_dim + 2 * F) * 4 + nb * std::max(E, F) * 4;
   m.buffers = static_cast<uint64_t>(c.n_vocab) * 4 + nb * E * 4;
+  auto unit_bytes = [&](const PlanUnit& u) { return head != nullptr && u.layer < 0 ? head->bytes : u.weight_bytes; };
   m.weights = other_weight_bytes;
-  for (const PlanUnit& u : units) m.weights += u.weight_bytes;
+  for (const PlanUnit& u : units) m.weights += unit_bytes(u);
   uint64_t fixed = m.kv + m.activations + m.buffers + other_weight_bytes;
   for (const PlanUnit& u : units) {
-    if (u.layer < 0) fixed += u.weight_bytes;  // the head always stays resident
+    if (u.layer < 0) fixed += unit_bytes(u);  // the head always stays resident
   }
   const uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
   const uint64_t resident_cap = room / 5 * 4;
@@ -514,10 +661,113 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   for (PlanUnit& u : units) {
     if (u.layer < 0) {
       u.placement = "resident";
-      m.resident += u.weight_bytes;
+      m.resident += unit_bytes(u);
     }
   }
   m.resident += other_weight_bytes;
+  return true;
+}
+
+uint64_t Overflow(const Plan& p) {
+  const PlanMemory& m = p.memory;
+  const uint64_t need = m.kv + m.activations + m.buffers + m.weights;
+  return need > m.budget ? need - m.budget : 0;
+}
+
+}  // namespace
+
+Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan) {
+  const ModelConfig& c = model->config();
+  plan->units = BuildUnits(*model);
+  uint64_t other = 0, unit_bytes = 0;
+  for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
+  for (const PlanUnit& u : plan->units) unit_bytes += u.weight_bytes;
+  other = other > unit_bytes ? other - unit_bytes : 0;
+  const TypeId file_head = model->output_file_type();
+  if (head == TypeId::kCount) head = file_head;
+  plan->output_file_type = TypeName(file_head);
+  PlanCandidate hc;
+  hc.type = TypeName(head);
+  if (head != file_head) {
+    const TypeId was = model->output_type();
+    TRINE_RETURN_IF_ERROR(model->SetOutputType(head));
+    hc.bytes = model->output_bytes() + (c.tied_output ? plan->units.back().weight_bytes : 0);
+    TRINE_RETURN_IF_ERROR(model->SetOutputType(was));
+  }
+  PlanCandidate kc;
+  kc.type = KvTypeName(kv);
+  const int n_ctx = plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096);
+  TRINE_RETURN_IF_ERROR(KvCache().Allocate(kv, kv, 0, n_ctx, c.n_head_kv, c.head_dim));  // validates the type
+  kc.bytes = static_cast<uint64_t>(KvCache::Bytes(kv, kv, c.n_layer, n_ctx, c.n_head_kv * c.head_dim));
+  plan->kv_candidates = {kc};
+  plan->output_candidates = head != file_head ? std::vector<PlanCandidate>{hc} : std::vector<PlanCandidate>{};
+  const double max_kl = plan->key.max_kl;
+  plan->key.max_kl = INFINITY;
+  PlanOnce(c, other, kc, head != file_head ? &hc : nullptr, plan);
+  plan->key.max_kl = max_kl;
+  plan->tensors.clear();
+  for (PlanUnit& u : plan->units) {
+    u.precision = int8 ? "int8" : "fp32";
+    for (const std::string& t : u.tensors) plan->tensors[t] = u.precision;
+  }
+  plan->pred_kl = -1;  // not profiled
+  plan->pred_tok_s = plan->pred_tok_s_int8 = plan->pred_tok_s_fp32 = 0;
+  return Status::Ok();
+}
+
+void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
+  std::vector<PlanCandidate> kvs = plan->kv_candidates;
+  if (kvs.empty()) {
+    PlanCandidate pc;
+    pc.type = plan->key.kv_type == "auto" ? "f16" : plan->key.kv_type;
+    kvs.push_back(pc);  // bytes computed by PlanOnce
+  }
+  // Head options: nullptr = the file's type (a unit of the activation greedy), else a candidate.
+  std::vector<const PlanCandidate*> heads = {nullptr};
+  for (const PlanCandidate& h : plan->output_candidates) {
+    if (h.type != plan->output_file_type) heads.push_back(&h);
+  }
+  const Plan input = *plan;
+  bool have = false;
+  Plan best;
+  double best_ms = 0;
+  for (const PlanCandidate& kv : kvs) {
+    for (const PlanCandidate* head : heads) {
+      Plan p = input;
+      if (!PlanOnce(c, other_weight_bytes, kv, head, &p)) continue;
+      // Least memory over the budget, then fastest, then lowest KL.
+      const double ms = p.pred_tok_s > 0 ? 1000.0 / p.pred_tok_s : INFINITY;
+      bool better = !have;
+      if (have) {
+        const uint64_t o = Overflow(p), bo = Overflow(best);
+        if (o != bo) {
+          better = o < bo;
+        } else if (std::fabs(ms - best_ms) > 1e-9 * std::max(ms, best_ms)) {
+          better = ms < best_ms;
+        } else {
+          better = p.pred_kl < best.pred_kl;
+        }
+      }
+      if (better) {
+        best = std::move(p);
+        best_ms = ms;
+        have = true;
+      }
+    }
+  }
+  if (!have) {
+    // Even the most precise KV cache alone exceeds max_kl: take the lowest-KL cache, file head.
+    const PlanCandidate* lowest = &kvs[0];
+    for (const PlanCandidate& kv : kvs) {
+      if (kv.kl < lowest->kl) lowest = &kv;
+    }
+    PlanCandidate kv = *lowest;
+    best = input;
+    best.key.max_kl = std::max(input.key.max_kl, kv.kl);
+    PlanOnce(c, other_weight_bytes, kv, nullptr, &best);
+    best.key.max_kl = input.key.max_kl;
+  }
+  *plan = std::move(best);
 }
 
 }  // namespace trine::profiler

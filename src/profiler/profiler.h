@@ -38,12 +38,20 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan);
 // the prediction. Pure: works on synthetic profiles too.
 void PlanFromProfile(const ModelConfig& config, uint64_t other_weight_bytes, Plan* plan);
 
+// A uniform plan without profiling (for comparisons): every matrix int8 (the runtime's default
+// quantized activations) or fp32 activations, the head in `head` (kCount: the file's type), the
+// KV cache in `kv`; memory and placements computed as PlanFromProfile does under plan->key.
+Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan);
+
 // Mean KL(baseline || plan) over the samples with the plan's precisions applied (the model's
 // precisions are restored afterwards). Used to check a plan and for kl_all_fp32.
 Status MeasurePlanKl(Model* model, const ProfileOptions& options, const Plan& plan, double* kl);
 
 // Single-token decode speed (tok/s) of the model as it is now: `n` tokens after a short prompt.
 Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s);
+// As MeasureDecodeTokS, also giving tokens per second of process CPU time (*cpu_tok_s; with one
+// thread, steadier than wall time on a machine other processes share).
+Status MeasureDecodeSpeed(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s, double* cpu_tok_s);
 
 // Spearman rank correlation of two equally long score vectors (ties get average ranks).
 double Spearman(const std::vector<double>& a, const std::vector<double>& b);

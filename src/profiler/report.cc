@@ -143,7 +143,28 @@ std::string ReportHtml(const Plan& p) {
   for (const auto& [name, prec] : p.tensors) {
     o << "<tr><td class=\"l\">" << Esc(name) << "</td><td class=\"l " << Esc(prec) << "\">" << Esc(prec) << "</td></tr>\n";
   }
-  o << "</table>\n<h2>Memory</h2>\n";
+  o << "</table>\n<h2>KV cache and output head</h2>\n<p>Candidates measured like the layers (KL against the "
+       "same all-fp32 baseline with only this choice changed); the planner takes the combination that exceeds the "
+       "memory budget least, then the fastest, within --max-kl.</p>\n";
+  auto cand_table = [&](const char* id, const char* what, const std::vector<PlanCandidate>& cands,
+                        const std::string& chosen, bool with_ms) {
+    o << "<table id=\"" << id << "\">\n<tr><th class=\"l\">" << what << "</th><th>MiB</th><th>KL</th>"
+      << (with_ms ? "<th>ms / token</th><th>requantize s</th>" : "") << "<th class=\"l\">chosen</th></tr>\n";
+    for (const PlanCandidate& c : cands) {
+      o << "<tr data-type=\"" << Esc(c.type) << "\" data-kl=\"" << Fmt("%.9g", c.kl) << "\" data-bytes=\"" << c.bytes
+        << "\"><td class=\"l\">" << Esc(c.type) << "</td><td>" << Fmt("%.3f", static_cast<double>(c.bytes) / 1048576.0)
+        << "</td><td>" << Fmt("%.6f", c.kl) << "</td>";
+      if (with_ms) o << "<td>" << Fmt("%.4f", c.ms) << "</td><td>" << Fmt("%.4f", c.load_s) << "</td>";
+      o << "<td class=\"l\">" << (c.type == chosen ? "yes" : "") << "</td></tr>\n";
+    }
+    o << "</table>\n";
+  };
+  o << "<p>KV cache: <b id=\"kv-type\">" << Esc(p.kv_type) << "</b> (" << Mib(p.memory.kv) << ").</p>\n";
+  cand_table("kv-table", "KV cache type", p.kv_candidates, p.kv_type, false);
+  o << "<p>Output head: <b id=\"head-type\">" << Esc(p.output_type.empty() ? p.output_file_type : p.output_type)
+    << "</b> (file: " << Esc(p.output_file_type) << ").</p>\n";
+  cand_table("head-table", "head weights", p.output_candidates, p.output_type, true);
+  o << "<h2>Memory</h2>\n";
   o << MemoryChart(p.memory);
   o << "<p>resident " << Mib(p.memory.resident) << ", page cache " << Mib(p.memory.page_cache) << ", streamed "
     << Mib(p.memory.streamed)
@@ -189,6 +210,21 @@ std::string TerminalTable(const Plan& p) {
   std::snprintf(line, sizeof line, "split-half ranking agreement: Spearman %.3f, top-k overlap %.2f\n", p.spearman,
                 p.topk_overlap);
   o << line;
+  o << "KV cache " << p.kv_type;
+  if (!p.kv_candidates.empty()) {
+    o << " (candidates";
+    for (const PlanCandidate& c : p.kv_candidates) o << " " << c.type << Fmt(" KL %.6f", c.kl) << " " << Mib(c.bytes) << ";";
+    o << ")";
+  }
+  o << "; head " << (p.output_type.empty() ? p.output_file_type : p.output_type);
+  if (!p.output_candidates.empty()) {
+    o << " (candidates";
+    for (const PlanCandidate& c : p.output_candidates) {
+      o << " " << c.type << Fmt(" KL %.6f", c.kl) << Fmt(" %.4f ms", c.ms) << ";";
+    }
+    o << ")";
+  }
+  o << "\n";
   o << "memory: weights " << Mib(p.memory.weights) << ", KV " << Mib(p.memory.kv) << ", activations "
     << Mib(p.memory.activations) << ", buffers " << Mib(p.memory.buffers) << " / budget " << Mib(p.memory.budget)
     << "\n";

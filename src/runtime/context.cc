@@ -7,43 +7,134 @@
 #include <cmath>
 #include <limits>
 
+#include <cstring>
+
 #include "core/fp16.h"
 #include "kernels.h"
 #include "model/ops.h"
+#include "tensor/blocks.h"
+#include "tensor/quantize_ref.h"
 
 namespace trine {
 
-void KvCache::Store(int layer, int pos, const float* k, const float* v) {
-  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim;
-  if (type == KvType::kF16) {
-    for (int i = 0; i < kv_dim; ++i) {
-      k16[off + i] = Fp32ToFp16(k[i]);
-      v16[off + i] = Fp32ToFp16(v[i]);
-    }
-  } else {
-    std::copy(k, k + kv_dim, k32.begin() + static_cast<long>(off));
-    std::copy(v, v + kv_dim, v32.begin() + static_cast<long>(off));
+const char* KvTypeName(KvType type) {
+  switch (type) {
+    case KvType::kF16:
+      return "f16";
+    case KvType::kF32:
+      return "f32";
+    case KvType::kQ8_0:
+      return "q8_0";
+    case KvType::kQ4_0:
+      return "q4_0";
   }
+  return "?";
+}
+
+bool ParseKvType(const std::string& name, KvType* type) {
+  for (KvType t : {KvType::kF16, KvType::kF32, KvType::kQ8_0, KvType::kQ4_0}) {
+    if (name == KvTypeName(t)) {
+      *type = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+kernels::KvRowType RowType(KvType t) {
+  if (t == KvType::kQ8_0) return kernels::KvRowType::kQ8_0;
+  if (t == KvType::kQ4_0) return kernels::KvRowType::kQ4_0;
+  return kernels::KvRowType::kF16;
+}
+
+bool IsBlockType(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0; }
+
+void StoreRow(KvType type, const float* src, int n, uint8_t* dst) {
+  switch (type) {
+    case KvType::kF16: {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      for (int i = 0; i < n; ++i) d[i] = Fp32ToFp16(src[i]);
+      break;
+    }
+    case KvType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      break;
+    case KvType::kQ8_0:
+      QuantizeRowQ8_0(src, dst, n);  // the cache write of llama.cpp (ggml_cpy to q8_0)
+      break;
+    case KvType::kQ4_0:
+      QuantizeRowQ4_0(src, dst, n);
+      break;
+  }
+}
+
+void LoadRow(KvType type, const uint8_t* row, int offset, int n, float* dst) {
+  switch (type) {
+    case KvType::kF16: {
+      const float* table = Fp16ToFp32Table();
+      const uint16_t* r = reinterpret_cast<const uint16_t*>(row) + offset;
+      for (int i = 0; i < n; ++i) dst[i] = table[r[i]];
+      break;
+    }
+    case KvType::kF32:
+      std::memcpy(dst, reinterpret_cast<const float*>(row) + offset, static_cast<size_t>(n) * sizeof(float));
+      break;
+    case KvType::kQ8_0:
+      DequantizeRowQ8_0(row + static_cast<size_t>(offset / kQK8_0) * sizeof(BlockQ8_0), dst, n);
+      break;
+    case KvType::kQ4_0:
+      DequantizeRowQ4_0(row + static_cast<size_t>(offset / kQK4_0) * sizeof(BlockQ4_0), dst, n);
+      break;
+  }
+}
+
+}  // namespace
+
+size_t KvRowBytes(KvType type, int kv_dim) {
+  if (type == KvType::kF32) return static_cast<size_t>(kv_dim) * sizeof(float);
+  return kernels::KvRowBytes(RowType(type), kv_dim);
+}
+
+double KvCache::Bytes(KvType type_k, KvType type_v, int n_layer, int n_ctx, int kv_dim) {
+  return static_cast<double>(n_layer) * static_cast<double>(n_ctx) *
+         static_cast<double>(KvRowBytes(type_k, kv_dim) + KvRowBytes(type_v, kv_dim));
+}
+
+Status KvCache::Allocate(KvType tk, KvType tv, int n_layer, int ctx, int n_head_kv, int head_dim) {
+  if ((tk == KvType::kF32) != (tv == KvType::kF32)) {
+    return InvalidArgument(std::string("KV cache types ") + KvTypeName(tk) + " (K) and " + KvTypeName(tv) +
+                           " (V): f32 is only supported for K and V together");
+  }
+  if ((IsBlockType(tk) || IsBlockType(tv)) && head_dim % 32 != 0) {
+    return InvalidArgument(std::string("KV cache type ") + KvTypeName(IsBlockType(tk) ? tk : tv) +
+                           " needs a head size that is a multiple of 32; this model's is " +
+                           std::to_string(head_dim) + " (use -ctk/-ctv f16)");
+  }
+  type = tk;
+  type_v = tv;
+  n_ctx = ctx;
+  kv_dim = n_head_kv * head_dim;
+  k_row = KvRowBytes(tk, kv_dim);
+  v_row = KvRowBytes(tv, kv_dim);
+  const size_t rows = static_cast<size_t>(n_layer) * static_cast<size_t>(ctx);
+  k.assign(rows * k_row, 0);
+  v.assign(rows * v_row, 0);
+  return Status::Ok();
+}
+
+void KvCache::Store(int layer, int pos, const float* ks, const float* vs) {
+  StoreRow(type, ks, kv_dim, KRow(layer, pos));
+  StoreRow(type_v, vs, kv_dim, VRow(layer, pos));
 }
 
 void KvCache::LoadK(int layer, int pos, int offset, int n, float* dst) const {
-  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim + offset;
-  if (type == KvType::kF16) {
-    const float* table = Fp16ToFp32Table();
-    for (int i = 0; i < n; ++i) dst[i] = table[k16[off + i]];
-  } else {
-    std::copy(k32.begin() + static_cast<long>(off), k32.begin() + static_cast<long>(off + n), dst);
-  }
+  LoadRow(type, KRow(layer, pos), offset, n, dst);
 }
 
 void KvCache::LoadV(int layer, int pos, int offset, int n, float* dst) const {
-  const size_t off = (static_cast<size_t>(layer) * n_ctx + static_cast<size_t>(pos)) * kv_dim + offset;
-  if (type == KvType::kF16) {
-    const float* table = Fp16ToFp32Table();
-    for (int i = 0; i < n; ++i) dst[i] = table[v16[off + i]];
-  } else {
-    std::copy(v32.begin() + static_cast<long>(off), v32.begin() + static_cast<long>(off + n), dst);
-  }
+  LoadRow(type_v, VRow(layer, pos), offset, n, dst);
 }
 
 void ForwardState::Resize(const Model& m, int n, int past) {
@@ -83,23 +174,13 @@ Status Context::Create(const Model& model, const ContextParams& params, std::uni
   ctx->model_ = &model;
   ctx->params_ = p;
   ctx->n_vocab_ = c.n_vocab;
-  KvCache& kv = ctx->kv_;
-  kv.type = p.kv_type;
-  kv.n_ctx = p.n_ctx;
-  kv.kv_dim = c.n_head_kv * c.head_dim;
-  const size_t kv_elems = static_cast<size_t>(c.n_layer) * static_cast<size_t>(p.n_ctx) * static_cast<size_t>(kv.kv_dim);
-  const double kv_bytes = 2.0 * static_cast<double>(kv_elems) * (p.kv_type == KvType::kF16 ? 2 : 4);
+  const KvType type_v = p.kv_type_v.value_or(p.kv_type);
+  const double kv_bytes = KvCache::Bytes(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv * c.head_dim);
   if (kv_bytes > 64.0 * (1ull << 30)) {
     return InvalidArgument("KV cache for a context of " + std::to_string(p.n_ctx) + " tokens would need " +
                            std::to_string(static_cast<long long>(kv_bytes / (1 << 20))) + " MiB");
   }
-  if (p.kv_type == KvType::kF16) {
-    kv.k16.assign(kv_elems, 0);
-    kv.v16.assign(kv_elems, 0);
-  } else {
-    kv.k32.assign(kv_elems, 0.0f);
-    kv.v32.assign(kv_elems, 0.0f);
-  }
+  TRINE_RETURN_IF_ERROR(ctx->kv_.Allocate(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv, c.head_dim));
   ctx->st_.model = &model;
   ctx->st_.kv = &ctx->kv_;
   ctx->st_.n_threads = p.n_threads;
@@ -180,11 +261,11 @@ void AttentionOverCache(ForwardState& st, int layer) {
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n_items = st.n_tokens * c.n_head;
-  const kernels::AttnF16Fn attn_f16 = kernels::SelectAttnF16(st.model->isa());
+  const kernels::AttnFn attn = kernels::SelectAttn(st.model->isa());
+  const bool f32_cache = kv.type == KvType::kF32;
 #pragma omp parallel num_threads(st.n_threads)
   {
-    std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), qh(static_cast<size_t>(hd)),
-        acc(static_cast<size_t>(hd));
+    std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
 #pragma omp for schedule(static)
     for (int item = 0; item < n_items; ++item) {
       const int t = item / c.n_head;
@@ -193,11 +274,16 @@ void AttentionOverCache(ForwardState& st, int layer) {
       const int n_kv = st.n_past + t + 1;  // causal: positions 0 .. pos
       const float* q = st.q.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       float* out = st.att.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
-      if (kv.type == KvType::kF16) {
-        // llama.cpp's flash-attention numerics (see kernels/ref/attention_ref.h).
-        for (int i = 0; i < hd; ++i) qh[i] = Fp16ToFp32(Fp32ToFp16(q[i]));
-        const size_t base = static_cast<size_t>(layer) * kv.n_ctx * kvd + static_cast<size_t>(kvh) * hd;
-        attn_f16(qh.data(), kv.k16.data() + base, kv.v16.data() + base, static_cast<size_t>(kvd), n_kv, hd, scale, out);
+      if (!f32_cache) {
+        // llama.cpp's flash-attention numerics for F16 / Q8_0 / Q4_0 rows (kernels/ref/attention_ref.h).
+        kernels::KvHead kh, vh;
+        kh.type = RowType(kv.type);
+        kh.data = kv.KRow(layer, 0) + kernels::KvRowBytes(kh.type, kvh * hd);
+        kh.stride = kv.k_row;
+        vh.type = RowType(kv.type_v);
+        vh.data = kv.VRow(layer, 0) + kernels::KvRowBytes(vh.type, kvh * hd);
+        vh.stride = kv.v_row;
+        attn(q, kh, vh, n_kv, hd, scale, out);
         continue;
       }
       // fp32 cache: a plain online softmax in fp32.

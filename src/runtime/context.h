@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -11,25 +13,50 @@
 
 namespace trine {
 
-enum class KvType { kF16, kF32 };
+// KV cache precision (llama.cpp's -ctk / -ctv types). Q8_0 and Q4_0 store each row as 32-value
+// blocks and need head_dim % 32 == 0; F32 is for K and V together only.
+enum class KvType { kF16, kF32, kQ8_0, kQ4_0 };
+
+const char* KvTypeName(KvType type);                     // "f16", "f32", "q8_0", "q4_0"
+bool ParseKvType(const std::string& name, KvType* type);  // the names above
+// Bytes of one position of one layer's K (or V) rows of kv_dim values.
+size_t KvRowBytes(KvType type, int kv_dim);
 
 struct ContextParams {
   int n_ctx = 0;      // 0: the model's training context, capped at 4096
   int n_batch = 512;  // tokens evaluated per forward pass; longer inputs are split
   int n_threads = 0;  // 0: number of cores
-  KvType kv_type = KvType::kF16;
+  KvType kv_type = KvType::kF16;        // K cache, and V cache unless kv_type_v is set
+  std::optional<KvType> kv_type_v;      // V cache when it differs from K (llama.cpp's -ctv)
 };
 
-// KV cache: K and V for every layer and position, (n_layer, n_ctx, n_head_kv * head_dim).
+// KV cache: K and V for every layer and position, (n_layer, n_ctx, n_head_kv * head_dim), each
+// position a row of KvRowBytes(type, kv_dim) bytes (fp16, fp32, or Q8_0/Q4_0 blocks).
 struct KvCache {
-  KvType type = KvType::kF16;
+  KvType type = KvType::kF16;    // K rows
+  KvType type_v = KvType::kF16;  // V rows
   int n_ctx = 0;
   int kv_dim = 0;
-  std::vector<uint16_t> k16, v16;  // used when type is kF16
-  std::vector<float> k32, v32;     // used when type is kF32
+  size_t k_row = 0, v_row = 0;  // bytes per position
+  std::vector<uint8_t> k, v;
 
+  // Checks the combination (F32 only for both; block types need head_dim % 32 == 0) and sizes
+  // the cache (zeroed) for n_layer x n_ctx positions of n_head_kv * head_dim values.
+  Status Allocate(KvType type_k, KvType type_v, int n_layer, int n_ctx, int n_head_kv, int head_dim);
+  // Bytes the cache would take (0 = invalid sizes).
+  static double Bytes(KvType type_k, KvType type_v, int n_layer, int n_ctx, int kv_dim);
+
+  const uint8_t* KRow(int layer, int pos) const {
+    return k.data() + (static_cast<size_t>(layer) * static_cast<size_t>(n_ctx) + static_cast<size_t>(pos)) * k_row;
+  }
+  const uint8_t* VRow(int layer, int pos) const {
+    return v.data() + (static_cast<size_t>(layer) * static_cast<size_t>(n_ctx) + static_cast<size_t>(pos)) * v_row;
+  }
+  uint8_t* KRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->KRow(layer, pos)); }
+  uint8_t* VRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->VRow(layer, pos)); }
   void Store(int layer, int pos, const float* k, const float* v);
-  // Copies `n` values of position `pos` of layer `layer`, from element `offset`, into fp32.
+  // Copies `n` values of position `pos` of layer `layer`, from element `offset`, into fp32
+  // (for the block types, offset and n must be multiples of 32).
   void LoadK(int layer, int pos, int offset, int n, float* dst) const;
   void LoadV(int layer, int pos, int offset, int n, float* dst) const;
 };

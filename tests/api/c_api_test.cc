@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -252,6 +253,55 @@ TEST(CApi, DecodeAllLogitsAndKvRewinds) {
   trine_model_free(m);
 }
 
+// Quantized KV caches through the C API: close to the F16 cache's logits; the struct layout from
+// before kv_type_v was appended is still accepted (V then follows kv_type).
+TEST(CApi, QuantizedKvCacheTypes) {
+  trine_model* m = LoadModel();
+  ASSERT_NE(m, nullptr);
+  const std::vector<trine_token> ids = Tokenize(m, "Once upon a time, there was a little dog named Max.");
+  const int32_t n = static_cast<int32_t>(ids.size());
+  auto last_logits = [&](trine_kv_type k, trine_kv_type v, size_t struct_size) {
+    trine_context_params cp = trine_context_default_params();
+    cp.struct_size = struct_size;
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    cp.kv_type = k;
+    cp.kv_type_v = v;
+    trine_context* c = trine_context_create(m, &cp);
+    EXPECT_NE(c, nullptr) << trine_last_error();
+    std::vector<float> out;
+    if (c == nullptr) return out;
+    EXPECT_EQ(trine_context_decode(c, ids.data(), n, false), TRINE_OK);
+    const float* l = trine_context_get_logits(c, -1);
+    if (l != nullptr) out.assign(l, l + trine_model_n_vocab(m));
+    trine_context_free(c);
+    return out;
+  };
+  const std::vector<float> f16 = last_logits(TRINE_KV_F16, TRINE_KV_SAME, sizeof(trine_context_params));
+  ASSERT_FALSE(f16.empty());
+  const struct {
+    trine_kv_type k, v;
+    float tol;
+  } cases[] = {// measured max |diff|: 0.12 (q8_0 K: Q is quantized to Q8_0 for K.Q, as llama.cpp does)
+               {TRINE_KV_Q8_0, TRINE_KV_SAME, 0.3f}, {TRINE_KV_Q4_0, TRINE_KV_SAME, 0.75f},
+               {TRINE_KV_Q8_0, TRINE_KV_F16, 0.3f}, {TRINE_KV_F16, TRINE_KV_Q4_0, 0.75f}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "K " << c.k << " V " << c.v);
+    const std::vector<float> got = last_logits(c.k, c.v, sizeof(trine_context_params));
+    ASSERT_EQ(got.size(), f16.size());
+    float max_diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::fabs(got[i] - f16[i]));
+    EXPECT_GT(max_diff, 0.0f) << "the cache type had no effect";
+    EXPECT_LT(max_diff, c.tol);
+  }
+  // Old layout: kv_type_v is not read (here it holds garbage), V follows kv_type.
+  const std::vector<float> q8 = last_logits(TRINE_KV_Q8_0, TRINE_KV_SAME, sizeof(trine_context_params));
+  const std::vector<float> q8_old =
+      last_logits(TRINE_KV_Q8_0, static_cast<trine_kv_type>(77), offsetof(trine_context_params, kv_type_v));
+  EXPECT_EQ(q8, q8_old);
+  trine_model_free(m);
+}
+
 TEST(CApi, GenerateStopsFromCallbackAndContinues) {
   trine_model* m = LoadModel();
   trine_context* c = NewContext(m);
@@ -416,6 +466,17 @@ TEST(CApi, ContextErrors) {
        [](trine_context_params* p) {
          const int32_t seven = 7;
          std::memcpy(&p->kv_type, &seven, sizeof(seven));
+       }},
+      {"kv_type_v 9",
+       [](trine_context_params* p) {
+         const int32_t nine = 9;
+         std::memcpy(&p->kv_type_v, &nine, sizeof(nine));
+       }},
+      {"kv_type SAME", [](trine_context_params* p) { p->kv_type = TRINE_KV_SAME; }},
+      {"f32 K with q8_0 V",
+       [](trine_context_params* p) {
+         p->kv_type = TRINE_KV_F32;
+         p->kv_type_v = TRINE_KV_Q8_0;
        }},
   };
   for (const auto& [name, edit] : bad) {

@@ -79,6 +79,24 @@ struct BadCase {
   const char* message;  // substring expected on stderr
 };
 
+// Quantized KV caches through generate (the C API path), with llama.cpp's flag spellings: greedy
+// text stays close to the F16 cache's (identical for the first tokens on this model).
+TEST(Generate, QuantizedKvCacheFlags) {
+  std::string ref, out, err;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 12 --temp 0 -t 1 --json", &ref, &err), 0) << err;
+  const auto want = nlohmann::json::parse(ref)["generated_ids"];
+  for (const char* flags : {"--kv-type q8_0", "-ctk q8_0 -ctv q8_0", "-ctk q4_0", "--cache-type-v q4_0"}) {
+    SCOPED_TRACE(flags);
+    ASSERT_EQ(RunTrine(std::string("generate -p 'Once upon a time' -n 12 --temp 0 -t 1 --json ") + flags, &out, &err),
+              0)
+        << err;
+    const auto got = nlohmann::json::parse(out)["generated_ids"];
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(got[0], want[0]);
+    EXPECT_EQ(got[1], want[1]);
+  }
+}
+
 TEST(Generate, BadInputGivesCleanErrors) {
   const BadCase cases[] = {
       {"generate -p hi -n -5", 1, "-n"},
@@ -88,6 +106,8 @@ TEST(Generate, BadInputGivesCleanErrors) {
       {"generate -p hi --temp -1", 1, "--temp"},
       {"generate -p hi --top-p 0", 1, "--top-p"},
       {"generate -p hi --kv-type q9", 1, "--kv-type"},
+      {"generate -p hi -ctk q9", 1, "-ctk"},
+      {"generate -p hi -m models/stories260K.gguf --kv-type q8_0", 1, "multiple of 32"},
       {"generate -p hi -m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"generate -p hi -m models", 1, "not a regular file"},
       {"generate -p hi -m models/text/tinystories-heldout.txt", 1, "not a GGUF file"},

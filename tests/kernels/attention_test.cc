@@ -2,12 +2,15 @@
 // sizes with and without a 64-element body and cache lengths from 1 to a few hundred.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/fp16.h"
+#include "tensor/blocks.h"
+#include "tensor/quantize_ref.h"
 #include "kernels.h"
 
 namespace trine::kernels {
@@ -53,6 +56,153 @@ TEST(AttentionF16, SingleKeyReturnsItsValue) {
   std::vector<float> out(hd);
   AttnF16Ref(q.data(), k.data(), v.data(), hd, 1, hd, 0.125f, out.data());
   for (int i = 0; i < hd; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], static_cast<float>(i) - 10.0f);
+}
+
+// ---- Quantized KV rows (Q8_0 / Q4_0, and mixes with F16) -----------------------------------
+
+const char* RowName(KvRowType t) {
+  return t == KvRowType::kQ8_0 ? "q8_0" : t == KvRowType::kQ4_0 ? "q4_0" : "f16";
+}
+
+// n_kv positions of rows of `heads` heads of hd values; the head under test is the second one.
+struct KvRows {
+  KvRowType type;
+  int hd, heads;
+  size_t stride;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // dequantized, (n_kv, hd) of the head under test
+
+  KvRows(KvRowType t, int head_dim, int n_kv, float spread, std::mt19937* rng) : type(t), hd(head_dim), heads(3) {
+    std::normal_distribution<float> nd(0.0f, spread);
+    const int row = hd * heads;
+    stride = KvRowBytes(t, row);
+    bytes.assign(stride * static_cast<size_t>(n_kv) + 64, 0xCD);  // slack after the last row
+    std::vector<float> x(static_cast<size_t>(row));
+    for (int p = 0; p < n_kv; ++p) {
+      for (float& f : x) f = nd(*rng);
+      uint8_t* dst = bytes.data() + static_cast<size_t>(p) * stride;
+      if (t == KvRowType::kQ8_0) {
+        QuantizeRowQ8_0(x.data(), dst, row);
+      } else if (t == KvRowType::kQ4_0) {
+        QuantizeRowQ4_0(x.data(), dst, row);
+      } else {
+        for (int i = 0; i < row; ++i) reinterpret_cast<uint16_t*>(dst)[i] = Fp32ToFp16(x[static_cast<size_t>(i)]);
+      }
+    }
+  }
+  KvHead Head() const {
+    KvHead h;
+    h.type = type;
+    h.data = bytes.data() + KvRowBytes(type, hd);  // the second head
+    h.stride = stride;
+    return h;
+  }
+};
+
+const KvRowType kRowTypes[] = {KvRowType::kF16, KvRowType::kQ8_0, KvRowType::kQ4_0};
+
+TEST(AttentionQuant, EveryIsaMatchesReferenceBitForBit) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!IsaSupported(isa)) continue;
+    const AttnFn fn = SelectAttn(isa);
+    for (KvRowType kt : kRowTypes) {
+      for (KvRowType vt : kRowTypes) {
+        for (int hd : {32, 64, 96, 128, 256}) {
+          for (int n_kv : {1, 2, 3, 17, 64, 257}) {  // ragged lengths
+            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " K " << RowName(kt) << " V " << RowName(vt)
+                                              << " hd " << hd << " n_kv " << n_kv);
+            const KvRows k(kt, hd, n_kv, 2.0f, &rng), v(vt, hd, n_kv, 1.0f, &rng);
+            std::vector<float> q(static_cast<size_t>(hd));
+            for (auto& x : q) x = nd(rng);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<float> want(static_cast<size_t>(hd) + 1, NAN), got(want);  // NaN-poisoned
+            AttnRef(q.data(), k.Head(), v.Head(), n_kv, hd, scale, want.data());
+            fn(q.data(), k.Head(), v.Head(), n_kv, hd, scale, got.data());
+            for (int i = 0; i < hd; ++i) {
+              ASSERT_FALSE(std::isnan(want[static_cast<size_t>(i)])) << "reference element " << i;
+              ASSERT_FALSE(std::isnan(got[static_cast<size_t>(i)])) << "element " << i;
+              ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << "element " << i;
+            }
+            EXPECT_TRUE(std::isnan(got[static_cast<size_t>(hd)])) << "wrote past head_dim";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionQuant, F16RowsGiveTheF16KernelsBits) {
+  // The generic kernel on F16/F16 is the fp16 kernel with Q rounded to fp16 first.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (Isa isa : {Isa::kRef, Isa::kAvx512}) {
+    if (!IsaSupported(isa)) continue;
+    const int hd = 64, n_kv = 33;
+    const KvRows k(KvRowType::kF16, hd, n_kv, 2.0f, &rng), v(KvRowType::kF16, hd, n_kv, 1.0f, &rng);
+    std::vector<float> q(hd), qh(hd);
+    for (int i = 0; i < hd; ++i) {
+      q[static_cast<size_t>(i)] = nd(rng);
+      qh[static_cast<size_t>(i)] = Fp16ToFp32(Fp32ToFp16(q[static_cast<size_t>(i)]));
+    }
+    std::vector<float> a(hd), b(hd);
+    SelectAttn(isa)(q.data(), k.Head(), v.Head(), n_kv, hd, 0.125f, a.data());
+    AttnF16Ref(qh.data(), reinterpret_cast<const uint16_t*>(k.Head().data),
+               reinterpret_cast<const uint16_t*>(v.Head().data), k.stride / 2, n_kv, hd, 0.125f, b.data());
+    EXPECT_EQ(a, b) << IsaName(isa);
+  }
+}
+
+// Against plain fp32 attention over the dequantized cache: the quantized kernels are close to
+// it (Q8_0 tighter than Q4_0), so they compute attention and not just the reference's bits.
+TEST(AttentionQuant, CloseToFp32AttentionOverDequantizedRows) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (KvRowType t : {KvRowType::kQ8_0, KvRowType::kQ4_0}) {
+    const int hd = 64, n_kv = 50;
+    const KvRows k(t, hd, n_kv, 1.0f, &rng), v(t, hd, n_kv, 1.0f, &rng);
+    std::vector<float> kd(static_cast<size_t>(hd) * n_kv), vd(kd.size());
+    for (int p = 0; p < n_kv; ++p) {
+      const uint8_t* kr = k.Head().data + static_cast<size_t>(p) * k.stride;
+      const uint8_t* vr = v.Head().data + static_cast<size_t>(p) * v.stride;
+      if (t == KvRowType::kQ8_0) {
+        DequantizeRowQ8_0(kr, kd.data() + static_cast<size_t>(p) * hd, hd);
+        DequantizeRowQ8_0(vr, vd.data() + static_cast<size_t>(p) * hd, hd);
+      } else {
+        DequantizeRowQ4_0(kr, kd.data() + static_cast<size_t>(p) * hd, hd);
+        DequantizeRowQ4_0(vr, vd.data() + static_cast<size_t>(p) * hd, hd);
+      }
+    }
+    std::vector<float> q(hd);
+    for (auto& x : q) x = nd(rng);
+    const float scale = 0.125f;
+    std::vector<double> w(static_cast<size_t>(n_kv));
+    double mx = -1e30, sum = 0;
+    for (int p = 0; p < n_kv; ++p) {
+      double s = 0;
+      for (int i = 0; i < hd; ++i) s += static_cast<double>(kd[static_cast<size_t>(p) * hd + i]) * q[static_cast<size_t>(i)];
+      w[static_cast<size_t>(p)] = s * scale;
+      mx = std::max(mx, w[static_cast<size_t>(p)]);
+    }
+    for (auto& x : w) sum += (x = std::exp(x - mx));
+    std::vector<float> out(hd);
+    AttnRef(q.data(), k.Head(), v.Head(), n_kv, hd, scale, out.data());
+    double max_err = 0;
+    for (int i = 0; i < hd; ++i) {
+      double o = 0;
+      for (int p = 0; p < n_kv; ++p) o += w[static_cast<size_t>(p)] / sum * vd[static_cast<size_t>(p) * hd + i];
+      max_err = std::max(max_err, std::fabs(o - out[static_cast<size_t>(i)]));
+    }
+    // Q quantized to Q8_0 is the only extra error (V is exact after dequantization).
+    EXPECT_LT(max_err, t == KvRowType::kQ8_0 ? 0.01 : 0.02) << RowName(t);
+  }
+}
+
+TEST(AttentionQuant, RowBytes) {
+  EXPECT_EQ(KvRowBytes(KvRowType::kF16, 128), 256u);
+  EXPECT_EQ(KvRowBytes(KvRowType::kQ8_0, 128), 4u * sizeof(BlockQ8_0));
+  EXPECT_EQ(KvRowBytes(KvRowType::kQ4_0, 128), 4u * sizeof(BlockQ4_0));
 }
 
 }  // namespace

@@ -130,6 +130,145 @@ TEST(Planner, PlacementUnderMemoryBudget) {
   EXPECT_EQ(prev_resident, 4);
 }
 
+// KV cache and head candidates: the planner takes the least memory overflow, then the fastest,
+// then the lowest KL, always within max_kl (candidate KLs count against it).
+Plan WithCandidates(double max_kl, uint64_t budget) {
+  Plan p = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, max_kl, budget);
+  p.output_file_type = "f16";
+  p.kv_candidates = {{"f16", 4u << 20, 0, 0}, {"q8_0", 2u << 20, 0.0001, 0}, {"q4_0", 1u << 20, 0.003, 0}};
+  p.output_candidates = {
+      {"f16", 1u << 20, 0.0005, 1}, {"q8_0", 1u << 19, 0.0006, 0.5}, {"q4_0", 1u << 18, 0.02, 0.3}};
+  return p;
+}
+
+TEST(Planner, KvAndHeadCandidates) {
+  // Plenty of memory: the F16 cache (no speed difference, lowest KL); the q8_0 head (faster than
+  // the file's f16 head at int8, 1 ms, within the KL budget); never the q4_0 head (KL 0.02 > max).
+  Plan big = WithCandidates(0.01, 1ull << 34);
+  PlanFromProfile(TinyConfig(), 0, &big);
+  EXPECT_EQ(big.kv_type, "f16");
+  EXPECT_EQ(big.output_type, "q8_0");
+  EXPECT_EQ(big.memory.kv, 4u << 20);
+  EXPECT_EQ(big.memory.weights, (4u << 20) + (1u << 19));
+  EXPECT_EQ(big.tensors["output.w"], "int8");
+  EXPECT_LE(big.pred_kl, 0.01);
+  EXPECT_GE(big.pred_kl, 0.0006);
+  const uint64_t need = big.memory.kv + big.memory.activations + big.memory.buffers + big.memory.weights;
+  // 1 MiB short: the q8_0 cache fits; 3 MiB short: the q4_0 cache; with max_kl 0.002 the q4_0
+  // cache (KL 0.003) is out and q8_0 overflows least among the rest.
+  Plan a = WithCandidates(0.01, need - (1u << 20));
+  PlanFromProfile(TinyConfig(), 0, &a);
+  EXPECT_EQ(a.kv_type, "q8_0");
+  EXPECT_EQ(a.memory.kv, 2u << 20);
+  Plan b = WithCandidates(0.01, need - (3u << 20));
+  PlanFromProfile(TinyConfig(), 0, &b);
+  EXPECT_EQ(b.kv_type, "q4_0");
+  EXPECT_LE(b.pred_kl, 0.01);
+  Plan c = WithCandidates(0.002, need - (3u << 20));
+  PlanFromProfile(TinyConfig(), 0, &c);
+  EXPECT_EQ(c.kv_type, "q8_0");
+  EXPECT_LE(c.pred_kl, 0.002);
+  // Monotone: a smaller budget never takes a bigger cache or head.
+  uint64_t prev_kv = ~0ull, prev_w = ~0ull;
+  for (int short_mib = 0; short_mib <= 8; ++short_mib) {
+    Plan p = WithCandidates(0.01, need - (static_cast<uint64_t>(short_mib) << 20));
+    PlanFromProfile(TinyConfig(), 0, &p);
+    EXPECT_LE(p.memory.kv, prev_kv) << short_mib;
+    EXPECT_LE(p.memory.weights, prev_w) << short_mib;
+    EXPECT_LE(p.pred_kl, 0.01 + 1e-12);
+    prev_kv = p.memory.kv;
+    prev_w = p.memory.weights;
+  }
+  // A KL budget below every cache but F16's, and 0: only exact choices.
+  Plan z = WithCandidates(0.0, 1ull << 34);
+  PlanFromProfile(TinyConfig(), 0, &z);
+  EXPECT_EQ(z.kv_type, "f16");
+  EXPECT_EQ(z.output_type, "f16");
+  EXPECT_EQ(CountInt8(z), 0);
+}
+
+TEST(PlanFile, Version1PlansStillLoad) {
+  nlohmann::json j = PlanToJson(SyntheticPlan({0.1, 0.1}, 0.01, 1 << 30));
+  j["version"] = 1;
+  j.erase("kv");
+  j.erase("output");
+  j["key"].erase("output_type");
+  j["key"]["kv_type"] = "f32";
+  Plan p;
+  const Status st = PlanFromJson(j, "v1.json", &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(p.version, 1);
+  EXPECT_EQ(p.kv_type, "f32");
+  EXPECT_EQ(PlanKvType(p), KvType::kF32);
+  EXPECT_EQ(PlanOutputType(p), TypeId::kCount);  // the file's head
+  EXPECT_FALSE(PlanKeyMatches(p, p.model_hash, p.isa, p.ram_bytes, p.key));  // re-profiled, not reused
+  // Version 2 with quantized choices round-trips; unknown types are clear errors.
+  Plan q = WithCandidates(0.01, 1ull << 34);
+  PlanFromProfile(TinyConfig(), 0, &q);
+  q.kv_type = "q4_0";
+  Plan back;
+  ASSERT_TRUE(PlanFromJson(PlanToJson(q), "v2.json", &back).ok());
+  EXPECT_EQ(PlanToJson(back), PlanToJson(q));
+  EXPECT_EQ(PlanKvType(back), KvType::kQ4_0);
+  EXPECT_EQ(PlanOutputType(back), TypeId::kQ8_0);
+  nlohmann::json bad = PlanToJson(q);
+  bad["kv"]["type"] = "q5_9";
+  Status e = PlanFromJson(bad, "bad.json", &back);
+  EXPECT_EQ(e.code(), StatusCode::kInvalidFile);
+  EXPECT_NE(e.message().find("KV cache type"), std::string::npos) << e.message();
+  bad = PlanToJson(q);
+  bad["output"]["type"] = "q7_z";
+  e = PlanFromJson(bad, "bad.json", &back);
+  EXPECT_NE(e.message().find("output head type"), std::string::npos) << e.message();
+}
+
+// The head requantized at load or later: close logits, the file's type restores them exactly.
+TEST(OutputType, RequantizedHeadIsCloseAndRestores) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
+  ASSERT_EQ(model->output_file_type(), TypeId::kF16);
+  const std::vector<int32_t> toks = {1, 100, 200, 300, 400, 500};
+  auto logits = [&](const Model& m) {
+    ContextParams cp;
+    cp.n_ctx = 16;
+    cp.n_threads = 1;
+    std::unique_ptr<Context> ctx;
+    EXPECT_TRUE(Context::Create(m, cp, &ctx).ok());
+    EXPECT_TRUE(ctx->Decode(toks.data(), static_cast<int>(toks.size()), false).ok());
+    return std::vector<float>(ctx->logits(0), ctx->logits(0) + ctx->n_vocab());
+  };
+  const std::vector<float> f16 = logits(*model);
+  for (TypeId t : {TypeId::kQ8_0, TypeId::kQ6_K, TypeId::kQ4_0}) {
+    SCOPED_TRACE(TypeName(t));
+    ASSERT_TRUE(model->SetOutputType(t).ok());
+    EXPECT_EQ(model->output_type(), t);
+    EXPECT_LT(model->output_bytes(), 2u * 256u * 2048u);
+    const std::vector<float> q = logits(*model);
+    float max_diff = 0;
+    for (size_t i = 0; i < q.size(); ++i) max_diff = std::max(max_diff, std::fabs(q[i] - f16[i]));
+    EXPECT_GT(max_diff, 0.0f);
+    EXPECT_LT(max_diff, t == TypeId::kQ4_0 ? 1.5f : 0.5f);
+    // The same type given at load gives the same logits.
+    ModelLoadOptions lo;
+    lo.output_type = t;
+    std::unique_ptr<Model> at_load;
+    ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &at_load).ok());
+    EXPECT_EQ(logits(*at_load), q);
+  }
+  ASSERT_TRUE(model->SetOutputType(TypeId::kF16).ok());
+  EXPECT_EQ(logits(*model), f16);
+  const Status st = model->SetOutputType(TypeId::kI2_S);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot requantize"), std::string::npos) << st.message();
+  // A plan's head type is applied by ApplyPlan.
+  Plan p = WithCandidates(0.01, 1ull << 34);
+  p.units.clear();
+  p.tensors.clear();
+  p.output_type = "q8_0";
+  ASSERT_TRUE(ApplyPlan(p, model.get(), false, nullptr).ok());
+  EXPECT_EQ(model->output_type(), TypeId::kQ8_0);
+}
+
 TEST(Ranking, SpearmanAndTopK) {
   EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
@@ -183,6 +322,7 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
     for (auto& [name, prec] : mixed.tensors) prec = (i++ % 3 == 0) ? "fp32" : "int8";
     ModelLoadOptions lo;
     lo.f32_activation_tensors = PlanF32Tensors(mixed);
+    lo.output_type = PlanOutputType(mixed);  // the head type the plan chose (kCount: the file's)
     ASSERT_FALSE(lo.f32_activation_tensors.empty());
     std::unique_ptr<Model> at_load;
     ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &at_load).ok());
@@ -207,6 +347,7 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
   // The all-fp32 plan reproduces the baseline.
   Plan fp32 = plan;
   for (auto& [name, prec] : fp32.tensors) prec = "fp32";
+  fp32.output_type = fp32.output_file_type;  // and the file's head (the plan may requantize it)
   double kl = -1;
   options.samples = 2;
   ASSERT_TRUE(MeasurePlanKl(model.get(), options, fp32, &kl).ok());

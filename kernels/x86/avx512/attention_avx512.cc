@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "core/fp16.h"
+#include "tensor/blocks.h"
+#include "tensor/quantize_ref.h"
 #include "ref/attention_ref.h"
 
 namespace trine::kernels {
@@ -19,6 +21,70 @@ inline float Hsum16Tree(__m512 a) {
   const __m128 c = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
   const __m128 d = _mm_add_ps(c, _mm_movehl_ps(c, c));  // [c0 + c2, c1 + c3, ...]
   return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
+}
+
+// K.Q of an fp16 row: DotF16Order's lanes and tree.
+inline float DotF16Avx512(const uint16_t* kp, const float* q, int hd) {
+  const int np = hd & ~63;
+  double sumf = 0.0;
+  if (np > 0) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int i = 0; i < np; i += 64) {
+      a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i))),
+                           _mm512_loadu_ps(q + i), a0);
+      a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16))),
+                           _mm512_loadu_ps(q + i + 16), a1);
+      a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 32))),
+                           _mm512_loadu_ps(q + i + 32), a2);
+      a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 48))),
+                           _mm512_loadu_ps(q + i + 48), a3);
+    }
+    sumf = static_cast<double>(Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3))));
+  }
+  const float* table = Fp16ToFp32Table();
+  for (int i = np; i < hd; ++i) sumf += static_cast<double>(table[kp[i]] * q[i]);
+  return static_cast<float>(sumf);
+}
+
+// Exact int32 dot of 32 signed bytes x (|x| <= 127) and y: |x| * sign(y, x) pairs (no int16
+// saturation: 2 * 127 * 128 < 32768), widened and summed.
+inline int DotI8x32(__m256i x, __m256i y) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+  const __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p32), _mm256_extracti128_si256(p32, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The 32 values of a Q4_0 block as signed bytes nibble - 8, in element order.
+inline __m256i Q4Bytes(const BlockQ4_0* b) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_and_si128(raw, m), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), m);
+  return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+}
+
+// Quantized K.Q in the reference's block order (attention_ref.h).
+inline float DotQuantAvx512(KvRowType type, const uint8_t* k, const BlockQ8_0* q, int nb) {
+  float sumf = 0.0f;
+  for (int b = 0; b < nb; ++b) {
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[b].qs));
+    int sumi;
+    float dk;
+    if (type == KvRowType::kQ8_0) {
+      const BlockQ8_0* kb = reinterpret_cast<const BlockQ8_0*>(k) + b;
+      // Q8_0 values are in [-127, 127] (QuantizeRowQ8_0), so |x| fits the unsigned operand.
+      sumi = DotI8x32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kb->qs)), y);
+      dk = Fp16ToFp32(kb->d);
+    } else {
+      const BlockQ4_0* kb = reinterpret_cast<const BlockQ4_0*>(k) + b;
+      sumi = DotI8x32(Q4Bytes(kb), y);
+      dk = Fp16ToFp32(kb->d);
+    }
+    sumf += static_cast<float>(sumi) * (dk * Fp16ToFp32(q[b].d));
+  }
+  return sumf;
 }
 
 }  // namespace
@@ -79,6 +145,103 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
   }
   const float inv = 1.0f / sum;
   for (int i = 0; i < hd; ++i) out[i] = table[acc16[i]] * inv;
+}
+
+void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale, float* out) {
+  const bool k_f16 = k.type == KvRowType::kF16, v_f16 = v.type == KvRowType::kF16;
+  if (hd % 32 != 0 || hd > 512) {
+    AttnRef(q, k, v, n_kv, hd, scale, out);
+    return;
+  }
+  alignas(64) float qh[512];
+  if (k_f16) {
+    for (int i = 0; i < hd; i += 16) {
+      const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(q + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_store_ps(qh + i, _mm512_cvtph_ps(h));
+    }
+  }
+  if (k_f16 && v_f16) {
+    AttnF16Avx512(qh, reinterpret_cast<const uint16_t*>(k.data), reinterpret_cast<const uint16_t*>(v.data),
+                  k.stride / sizeof(uint16_t), n_kv, hd, scale, out);
+    return;
+  }
+  const int nb = hd / kQK8_0;
+  BlockQ8_0 q8[512 / kQK8_0];
+  if (!k_f16) QuantizeRowQ8_0(q, q8, hd);
+  alignas(64) uint16_t acc16[512];
+  alignas(64) float acc32[512];
+  for (int i = 0; i < hd; ++i) {
+    acc16[i] = 0;
+    acc32[i] = 0.0f;
+  }
+  float max_s = -std::numeric_limits<float>::infinity();
+  float sum = 0.0f;
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int p = 0; p < n_kv; ++p) {
+    const uint8_t* kp = k.data + static_cast<size_t>(p) * k.stride;
+    const float s = (k_f16 ? DotF16Avx512(reinterpret_cast<const uint16_t*>(kp), qh, hd)
+                           : DotQuantAvx512(k.type, kp, q8, nb)) *
+                    scale;
+    float ms = 1.0f, vs = 1.0f;
+    const bool new_max = s > max_s;
+    if (new_max) {
+      ms = std::exp(max_s - s);
+      max_s = s;
+    } else {
+      vs = std::exp(s - max_s);
+    }
+    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
+    const __m512 vms = _mm512_set1_ps(ms), vvs = _mm512_set1_ps(vs);
+    if (v_f16) {
+      const uint16_t* v16 = reinterpret_cast<const uint16_t*>(vp);
+      for (int i = 0; i < hd; i += 16) {
+        __m512 a = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(acc16 + i)));
+        if (new_max) {
+          a = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(a, vms), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v16 + i)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acc16 + i),
+                           _mm512_cvtps_ph(_mm512_fmadd_ps(x, vvs, a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
+    } else {
+      for (int b = 0; b < nb; ++b) {
+        __m512 x0, x1;
+        __m512 d;
+        if (v.type == KvRowType::kQ8_0) {
+          const BlockQ8_0* vb = reinterpret_cast<const BlockQ8_0*>(vp) + b;
+          d = _mm512_set1_ps(Fp16ToFp32(vb->d));
+          x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs))));
+          x1 = _mm512_cvtepi32_ps(
+              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs + 16))));
+        } else {
+          const BlockQ4_0* vb = reinterpret_cast<const BlockQ4_0*>(vp) + b;
+          d = _mm512_set1_ps(Fp16ToFp32(vb->d));
+          const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs));
+          const __m128i eight = _mm_set1_epi8(8);
+          const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, m4), eight);
+          const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), eight);
+          x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo));
+          x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi));
+        }
+        float* a = acc32 + b * 32;
+        __m512 a0 = _mm512_load_ps(a), a1 = _mm512_load_ps(a + 16);
+        if (new_max) {
+          a0 = _mm512_mul_ps(a0, vms);
+          a1 = _mm512_mul_ps(a1, vms);
+        }
+        _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(x0, d), vvs, a0));
+        _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_mul_ps(x1, d), vvs, a1));
+      }
+    }
+    sum = std::fma(sum, ms, vs);
+  }
+  const float inv = 1.0f / sum;
+  if (v_f16) {
+    const float* table = Fp16ToFp32Table();
+    for (int i = 0; i < hd; ++i) out[i] = table[acc16[i]] * inv;
+  } else {
+    for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
+  }
 }
 
 }  // namespace trine::kernels
