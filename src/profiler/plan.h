@@ -18,7 +18,8 @@
 //                   "kl_int8": double, "kl_half": [double, double], "act_norm": double,
 //                   "ms_fp32": double, "ms_int8": double } ... ]  // ms = per decoded token
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
-//                 "resident": u64, "page_cache": u64, "streamed": u64 },
+//                 "resident": u64, "page_cache": u64, "streamed": u64,
+//                 "stream_ring": u64 (optional, 0 when absent: the streamer's buffers) },
 //     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
 //                     "tok_s_all_fp32": double, "tok_s_all_int8": double },
 //     "profile": { "samples": int, "tokens_per_sample": int, "seconds": double,
@@ -29,8 +30,12 @@
 //                   "ppl_plan": double, "ppl_fp32": double }     // -1 without --ppl-text
 //   }
 //
-// Placement "streamed" is a decision recorded in the plan only: trine does not yet stream weights
-// with pread; such layers are left to the page cache (madvise RANDOM) at apply time.
+// Placements are applied per layer by Model::SetLayerPlacement (see src/model/model.h):
+// "resident" prefaults (and with --mlock locks) the layer's mapped weights, "page_cache" leaves
+// them to the mapping, "streamed" unmaps them and a WeightStreamer per context preads them into a
+// ring of layer-sized buffers with read-ahead (src/runtime/weight_streamer.h). The head (and the
+// embedding) are always mapped. A plan with "profile.samples" 0 was made without profiling (a
+// budget-only plan: every unit int8, layers placed in order).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -62,6 +67,7 @@ struct PlanUnit {
 struct PlanMemory {
   uint64_t budget = 0, weights = 0, kv = 0, activations = 0, buffers = 0;
   uint64_t resident = 0, page_cache = 0, streamed = 0;
+  uint64_t stream_ring = 0;  // ring buffers of the weight streamer (when any layer is streamed)
 };
 
 struct PlanKey {
@@ -102,7 +108,9 @@ Status ReadPlanFile(const std::string& path, Plan* plan);
 
 // Content hash of a model: 64-bit FNV-1a over 8-byte little-endian words of every tensor's data
 // (in file order, tail bytes one at a time), mixed with each tensor's size and the file size.
-std::string ModelContentHash(const GgufFile& file);
+// With release_pages (mapped files only) the pages read are dropped from the resident set as the
+// hash goes (MADV_DONTNEED every 8 MiB), so hashing a large model does not raise peak RSS.
+std::string ModelContentHash(const GgufFile& file, bool release_pages = false);
 inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data bytes + file size";
 
 // $XDG_CACHE_HOME/trine/plans (or ~/.cache/trine/plans); created on demand by WritePlanFile.
@@ -121,9 +129,16 @@ uint64_t MachineAvailableBytes();  // MemAvailable (falls back to MemTotal / 2)
 // plan's precisions at load time, as a loader that knows nothing of plans would).
 std::vector<std::string> PlanF32Tensors(const Plan& plan);
 
-// Sets each tensor's activation precision as the plan says (unknown names are errors), and
-// advises the kernel about each layer's placement (resident: MADV_WILLNEED and, with try_mlock,
-// mlock; page_cache: MADV_NORMAL; streamed: MADV_RANDOM). *summary receives a one-line account.
+// The plan's per-layer placements (layers the plan does not name: page cache).
+Status PlanPlacements(const Plan& plan, int n_layer, std::vector<Placement>* out);
+
+// Sets each tensor's activation precision as the plan says (unknown names are errors), and each
+// layer's placement (Model::SetLayerPlacement: resident prefaulted and, with try_mlock, locked;
+// page_cache mapped; streamed unmapped and read through a ring). *summary receives a one-line
+// account.
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary);
+
+// One line: placements, precisions, planned memory against the budget.
+std::string PlanSummary(const Plan& plan);
 
 }  // namespace trine::profiler

@@ -175,8 +175,9 @@ struct LayerDriver {
   KvCache kv;
   ForwardState st;
   std::vector<float> normed, logits;
+  std::unique_ptr<WeightStreamer> streamer;  // the model's streamed layers
 
-  void Init(const Model* model, int n_ctx, int n_threads, KvType type) {
+  Status Init(const Model* model, int n_ctx, int n_threads, KvType type) {
     m = model;
     const ModelConfig& c = m->config();
     kv.type = type;
@@ -193,11 +194,15 @@ struct LayerDriver {
     st.model = m;
     st.kv = &kv;
     st.n_threads = n_threads;
+    streamer.reset();
+    if (m->has_streamed_layers()) TRINE_RETURN_IF_ERROR(WeightStreamer::Create(*m, 2, &streamer));
+    st.streamer = streamer.get();
+    return Status::Ok();
   }
 
   // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
   // one more for the head input) and seconds (secs, n_layer + 1 entries: the last is the head).
-  void Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
+  Status Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
     const ModelConfig& c = m->config();
     const size_t N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
     st.Resize(*m, n, n_past);  // the buffers DecodeBatch sizes, in one place
@@ -207,7 +212,6 @@ struct LayerDriver {
       for (float v : st.x) s += std::fabs(static_cast<double>(v));
       return s / static_cast<double>(st.x.size());
     };
-    const bool bitnet = c.arch != Arch::kLlama;
     for (int l = 0; l <= c.n_layer; ++l) {
       if (norm_sum) (*norm_sum)[static_cast<size_t>(l)] += mean_abs();
       const auto t0 = Clock::now();
@@ -216,13 +220,12 @@ struct LayerDriver {
         logits.resize(static_cast<size_t>(c.n_vocab));
         ops::RmsNorm(st.x.data() + (N - 1) * E, m->output_norm().data(), normed.data(), 1, c.n_embd, c.rms_eps);
         ops::MatMul(m->output(), normed.data(), logits.data(), 1, &st.act, st.n_threads);
-      } else if (bitnet) {
-        BitnetLayer(st, l);
       } else {
-        LlamaLayer(st, l);
+        TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
       }
       if (secs) (*secs)[static_cast<size_t>(l)] += std::chrono::duration<double>(Clock::now() - t0).count();
     }
+    return Status::Ok();
   }
 };
 
@@ -380,12 +383,14 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
   LayerDriver drv;
   int n_threads = o.n_threads;
   if (n_threads <= 0) n_threads = ev.ctx->n_threads();
-  drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type);
+  TRINE_RETURN_IF_ERROR(drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type));
   // Norms with the runtime's default (quantized) activations, as MCAP reads them; the residual
   // stream differs from the fp32 run's by the (small) KL-level perturbation only.
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
   std::vector<double> norms(U, 0.0);
-  for (const auto& ids : samples) drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr);
+  for (const auto& ids : samples) {
+    TRINE_RETURN_IF_ERROR(drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr));
+  }
   for (size_t u = 0; u < U; ++u) units[u].act_norm = norms[u] / static_cast<double>(samples.size());
   step += 1;
   const int prompt = 8, steps = 16;
@@ -394,10 +399,11 @@ Status ProfileModel(Model* model, const ProfileOptions& o, Plan* plan) {
     std::vector<double> best(U, INFINITY);
     for (int rep = 0; rep < 3; ++rep) {  // the fastest of 3 runs per layer (noise is one-sided)
       std::vector<double> secs(U, 0.0);
-      drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr);
+      TRINE_RETURN_IF_ERROR(
+          drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr));
       for (int i = 0; i < steps; ++i) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
-        drv.Run(&t, 1, prompt + i, nullptr, &secs);
+        TRINE_RETURN_IF_ERROR(drv.Run(&t, 1, prompt + i, nullptr, &secs));
       }
       for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
     }
@@ -467,6 +473,11 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   plan->pred_tok_s = ms_plan > 0 ? 1000.0 / ms_plan : 0;
   plan->pred_tok_s_int8 = ms_i8 > 0 ? 1000.0 / ms_i8 : 0;
 
+  PlacePlan(c, other_weight_bytes, plan);
+}
+
+void PlacePlan(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
+  std::vector<PlanUnit>& units = plan->units;
   // Memory (estimates of what a context of key.n_ctx with batch 512 allocates).
   PlanMemory& m = plan->memory;
   m = PlanMemory();
@@ -486,17 +497,26 @@ void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* pl
   for (const PlanUnit& u : units) {
     if (u.layer < 0) fixed += u.weight_bytes;  // the head always stays resident
   }
-  const uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
-  const uint64_t resident_cap = room / 5 * 4;
+  uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
   std::vector<size_t> layers;
   for (size_t u = 0; u < units.size(); ++u) {
     if (units[u].layer >= 0) layers.push_back(u);
   }
   // Most important (highest measured KL) first.
   std::stable_sort(layers.begin(), layers.end(), [&](size_t a, size_t b) { return units[a].kl_int8 > units[b].kl_int8; });
-  uint64_t all_layers = 0;
-  for (size_t u : layers) all_layers += units[u].weight_bytes;
+  uint64_t all_layers = 0, max_layer = 0;
+  for (size_t u : layers) {
+    all_layers += units[u].weight_bytes;
+    max_layer = std::max(max_layer, units[u].weight_bytes);
+  }
   const bool fits = all_layers <= room;
+  if (!fits) {
+    // Some layers will be streamed: the streamer's ring (kStreamSlots layer-sized buffers; TQ1_0
+    // and I2_S files need about twice that for the repack) comes out of the room first.
+    m.stream_ring = kStreamSlots * max_layer;
+    room = room > m.stream_ring ? room - m.stream_ring : 0;
+  }
+  const uint64_t resident_cap = room / 5 * 4;
   uint64_t cum = 0;
   for (size_t u : layers) {
     cum += units[u].weight_bytes;
