@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "api_helpers.h"
+#include "core/page_memory.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -155,7 +156,8 @@ int RunGenerate(int argc, char** argv) {
                     {"prompt_tok_per_s", prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0.0},
                     {"generated_tokens", out.size()},
                     {"generation_ms", gen_ms},
-                    {"generation_tok_per_s", gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0}};
+                    {"generation_tok_per_s", gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0},
+                    {"peak_rss_bytes", ProcessPeakRssBytes()}};  // VmHWM
     if (top_logits > 0) j["top_logits"] = top;
     if (!plan_summary.empty()) j["plan"] = plan_summary;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
