@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "cli_common.h"
+#include "core/page_memory.h"
 #include "commands.h"
 #include "model_options.h"
 #include "profiler/plan.h"
@@ -114,10 +115,15 @@ int RunProfile(int argc, char** argv) {
   const std::string path = ResolveModelPath(a["model"].as<std::string>());
   ModelLoadOptions lo;
   lo.use_mmap = !a.count("no-mmap");
+  uint64_t runtime = 0;  // the process's memory before any weight, planned in (memory.runtime)
+  lo.placement_hook = [&runtime](const GgufFile&, const ModelConfig&, std::vector<Placement>*) {
+    runtime = ProcessRssBytes();
+    return Status::Ok();
+  };
   std::unique_ptr<Model> model;
   st = Model::Load(path, lo, &model);
   if (!st.ok()) return Fail(st);
-  const std::string hash = profiler::ModelContentHash(model->file());
+  const std::string hash = profiler::ModelContentHash(model->file(), /*release_pages=*/true);
   profiler::PlanKey key;
   key.mem_budget = budget;
   key.max_kl = max_kl;
@@ -182,6 +188,7 @@ int RunProfile(int argc, char** argv) {
       plan.isa = isa;
       plan.ram_bytes = ram;
       plan.key = key;
+      plan.memory.runtime = runtime;
       st = profiler::ProfileModel(model.get(), po, &plan);
       if (!st.ok()) return Fail(st);
       st = profiler::WritePlanFile(plan, cache_path);

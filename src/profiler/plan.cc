@@ -46,7 +46,8 @@ json PlanToJson(const Plan& p) {
   const PlanMemory& m = p.memory;
   j["memory"] = {{"budget", m.budget},   {"weights", m.weights},       {"kv", m.kv},
                  {"activations", m.activations}, {"buffers", m.buffers}, {"resident", m.resident},
-                 {"page_cache", m.page_cache}, {"streamed", m.streamed}, {"stream_ring", m.stream_ring}};
+                 {"page_cache", m.page_cache}, {"streamed", m.streamed}, {"stream_ring", m.stream_ring},
+                 {"runtime", m.runtime}};
   j["prediction"] = {{"tok_s", p.pred_tok_s}, {"kl", p.pred_kl}, {"tok_s_all_fp32", p.pred_tok_s_fp32},
                      {"tok_s_all_int8", p.pred_tok_s_int8}};
   j["profile"] = {{"samples", p.samples},
@@ -133,6 +134,7 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     p.memory.page_cache = mem.value("page_cache", uint64_t{0});
     p.memory.streamed = mem.value("streamed", uint64_t{0});
     p.memory.stream_ring = mem.value("stream_ring", uint64_t{0});
+    p.memory.runtime = mem.value("runtime", uint64_t{0});
     const json& pr = j.at("prediction");
     p.pred_tok_s = pr.value("tok_s", 0.0);
     p.pred_kl = pr.value("kl", 0.0);
@@ -345,13 +347,13 @@ std::string PlanSummary(const Plan& p) {
     if (u.placement == "streamed") ++n_str;
   }
   const PlanMemory& m = p.memory;
-  const uint64_t planned = m.resident + m.page_cache + m.kv + m.activations + m.buffers + m.stream_ring;
+  const uint64_t planned = m.runtime + m.resident + m.page_cache + m.kv + m.activations + m.buffers + m.stream_ring;
   std::string s = "plan: layers " + std::to_string(n_res) + " resident / " + std::to_string(n_pc) + " page cache / " +
                   std::to_string(n_str) + " streamed";
   if (n_str > 0) s += " (ring " + Mib(m.stream_ring) + ")";
   s += "; units " + std::to_string(n_int8) + " int8 / " + std::to_string(n_fp32) + " fp32";
   s += "; memory " + Mib(planned) + " of " + Mib(m.budget) + " budget (weights " + Mib(m.weights) + ")";
-  if (planned > m.budget) s += ", OVER BUDGET: the fixed part (head, KV cache, buffers) alone does not fit";
+  if (planned > m.budget) s += ", OVER BUDGET by this estimate: head, KV cache, buffers (batch <= 512) and runtime alone do not fit";
   if (p.samples == 0) s += "; not profiled (placement only)";
   return s;
 }

@@ -19,7 +19,9 @@
 //                   "ms_fp32": double, "ms_int8": double } ... ]  // ms = per decoded token
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
 //                 "resident": u64, "page_cache": u64, "streamed": u64,
-//                 "stream_ring": u64 (optional, 0 when absent: the streamer's buffers) },
+//                 "stream_ring": u64 (optional, 0 when absent: the streamer's buffers),
+//                 "runtime": u64 (optional, 0 when absent: the planning process's resident set
+//                             before any weight was read: code, metadata, vocabulary) },
 //     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
 //                     "tok_s_all_fp32": double, "tok_s_all_int8": double },
 //     "profile": { "samples": int, "tokens_per_sample": int, "seconds": double,
@@ -68,6 +70,7 @@ struct PlanMemory {
   uint64_t budget = 0, weights = 0, kv = 0, activations = 0, buffers = 0;
   uint64_t resident = 0, page_cache = 0, streamed = 0;
   uint64_t stream_ring = 0;  // ring buffers of the weight streamer (when any layer is streamed)
+  uint64_t runtime = 0;      // process memory besides the model (RSS before any weight), planned in
 };
 
 struct PlanKey {

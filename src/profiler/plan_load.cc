@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/page_memory.h"
 #include "profiler/profiler.h"
 
 namespace trine::profiler {
@@ -92,6 +93,8 @@ Status LoadModelWithPlan(const std::string& path, ModelLoadOptions lo, const Pla
   const uint64_t ram = MachineRamBytes();
   lo.mlock_resident = req.mlock;
   lo.placement_hook = [&](const GgufFile& f, const ModelConfig& c, std::vector<Placement>* placements) -> Status {
+    // What the process holds before any weight (code, the file's metadata, the vocabulary).
+    const uint64_t runtime = ProcessRssBytes();
     const std::string hash = ModelContentHash(f, /*release_pages=*/true);
     key.n_ctx = req.n_ctx > 0 ? req.n_ctx : std::min(c.n_ctx_train, 4096);
     cache_path = PlanCachePath(hash);
@@ -121,6 +124,7 @@ Status LoadModelWithPlan(const std::string& path, ModelLoadOptions lo, const Pla
         plan.isa = isa;
         plan.ram_bytes = ram;
         plan.key = key;
+        plan.memory.runtime = runtime;
         TRINE_RETURN_IF_ERROR(PlanWithoutProfile(f, c, &plan));
         profile = req.auto_plan;
         source = profile ? "profiled" : "budget only (not profiled; --auto profiles)";

@@ -480,7 +480,9 @@ void PlacePlan(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
   std::vector<PlanUnit>& units = plan->units;
   // Memory (estimates of what a context of key.n_ctx with batch 512 allocates).
   PlanMemory& m = plan->memory;
+  const uint64_t runtime = m.runtime;  // an input, measured by the caller
   m = PlanMemory();
+  m.runtime = runtime;
   m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
   const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
@@ -493,7 +495,7 @@ void PlacePlan(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
   m.buffers = static_cast<uint64_t>(c.n_vocab) * 4 + nb * E * 4;
   m.weights = other_weight_bytes;
   for (const PlanUnit& u : units) m.weights += u.weight_bytes;
-  uint64_t fixed = m.kv + m.activations + m.buffers + other_weight_bytes;
+  uint64_t fixed = m.runtime + m.kv + m.activations + m.buffers + other_weight_bytes;
   for (const PlanUnit& u : units) {
     if (u.layer < 0) fixed += u.weight_bytes;  // the head always stays resident
   }

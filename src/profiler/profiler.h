@@ -44,6 +44,8 @@ inline constexpr uint64_t kStreamSlots = 2;
 // The placement half of PlanFromProfile: memory estimates and per-layer placement under
 // key.mem_budget (most sensitive layers resident first; the head always resident; when some
 // layers must be streamed, kStreamSlots x the largest layer is reserved for the ring first).
+// plan->memory.runtime (the process's memory besides the model, measured by the caller; kept)
+// counts against the budget too.
 void PlacePlan(const ModelConfig& config, uint64_t other_weight_bytes, Plan* plan);
 
 // Mean KL(baseline || plan) over the samples with the plan's precisions applied (the model's

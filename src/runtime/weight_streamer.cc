@@ -2,6 +2,8 @@
 #include "runtime/weight_streamer.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +161,11 @@ void WeightStreamer::ReadClaimed(Slot* slot, std::unique_lock<std::mutex>& lock)
 }
 
 void WeightStreamer::Loop() {
+  // Lowest priority (Linux: per thread): on a machine whose cores all compute, the loader must not
+  // preempt the compute threads (OpenMP teams stall at every barrier when one member is
+  // descheduled); the forward pass then reads what the loader has not claimed itself. Idle cores
+  // still run the loader, and reads blocked on the disk overlap the compute either way.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
   const uint64_t m = order_.size(), k = slots_.size();
   std::unique_lock<std::mutex> lock(mu_);
   auto open_slot_with_work = [&]() -> Slot* {

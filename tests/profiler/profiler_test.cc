@@ -121,9 +121,26 @@ TEST(Planner, PlacementUnderMemoryBudget) {
       EXPECT_EQ(resident, 0);
       EXPECT_EQ(p.memory.streamed, 4u << 20);
     }
-    if (extra_mib == 2) {
-      EXPECT_EQ(p.units[2].placement, "resident");
+    if (extra_mib == 2) {  // exactly the streamer's ring (2 slots x the largest layer): nothing else fits
+      EXPECT_EQ(resident, 0);
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+      EXPECT_EQ(p.memory.streamed, 4u << 20);
+    }
+    if (extra_mib == 3) {  // ring + 1 MiB: the most sensitive layer in the page cache, the rest streamed
+      EXPECT_EQ(p.units[2].placement, "page_cache");
       EXPECT_EQ(p.memory.page_cache, 1u << 20);
+      EXPECT_EQ(p.memory.streamed, 3u << 20);
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+    }
+    if (extra_mib >= 4) {  // every layer fits: all resident, no ring
+      EXPECT_EQ(resident, 4);
+      EXPECT_EQ(p.memory.stream_ring, 0u);
+    }
+    if (p.memory.streamed > 0) {
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+    }
+    if (extra_mib >= 2) {  // what is planned in memory stays within the budget once the ring fits
+      EXPECT_LE(fixed + p.memory.resident - (1u << 20) + p.memory.page_cache + p.memory.stream_ring, p.memory.budget);
     }
     EXPECT_EQ(p.memory.resident + p.memory.page_cache + p.memory.streamed, p.memory.weights);
   }
