@@ -191,7 +191,8 @@ std::string TerminalTable(const Plan& p) {
                 p.topk_overlap);
   o << line;
   o << "memory: weights " << Mib(p.memory.weights) << ", KV " << Mib(p.memory.kv) << ", activations "
-    << Mib(p.memory.activations) << ", buffers " << Mib(p.memory.buffers) << " / budget " << Mib(p.memory.budget)
+    << Mib(p.memory.activations) << ", buffers " << Mib(p.memory.buffers) << ", stream ring "
+    << Mib(p.memory.stream_ring) << ", runtime " << Mib(p.memory.runtime) << " / budget " << Mib(p.memory.budget)
     << "\n";
   return o.str();
 }

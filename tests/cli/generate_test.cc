@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "common/test_util.h"
@@ -162,6 +163,30 @@ TEST(Generate, PlansApplyAndKeepTheTokens) {
   EXPECT_NE(err.find("/nonexistent/plan.json"), std::string::npos) << err;
   EXPECT_EQ(RunTrine(base + " --mem-budget 1K --no-mmap", &out, &err), 1);
   EXPECT_NE(err.find("memory-mapped"), std::string::npos) << err;
+}
+
+// --auto profiles at load (the profile's own forward passes already stream) and caches the plan;
+// the next run (with or without --auto) reuses it, as does trine profile with the same key.
+TEST(Generate, AutoProfilesOnceThenReusesTheCachedPlan) {
+  const std::string cache = testing::TempPath("xdg-cache");
+  ASSERT_EQ(::setenv("XDG_CACHE_HOME", cache.c_str(), 1), 0);
+  const std::string base = "generate -m " + kModel + " -p 'Once upon a time' -n 4 --temp 0 -t 1 -c 64 --mem-budget 600K";
+  std::string out, err;
+  ASSERT_EQ(RunTrine(base + " --auto", &out, &err), 0) << err;
+  EXPECT_NE(err.find("profiled in"), std::string::npos) << err;
+  EXPECT_NE(err.find("cached at " + cache + "/trine/plans/"), std::string::npos) << err;
+  EXPECT_NE(err.find("4 streamed"), std::string::npos) << err;
+  const std::string first = out;
+  for (const char* extra : {" --auto", ""}) {
+    ASSERT_EQ(RunTrine(base + extra, &out, &err), 0) << err;
+    EXPECT_NE(err.find("plan cache " + cache), std::string::npos) << err;
+    EXPECT_EQ(out, first);
+  }
+  ASSERT_EQ(RunTrine("profile -m " + kModel + " -t 1 -c 64 --mem-budget 600K -q", &out, &err), 0) << err;
+  EXPECT_NE(out.find("plan: plan cache"), std::string::npos) << out;
+  ASSERT_EQ(RunTrine(base + " --no-cache", &out, &err), 0) << err;
+  EXPECT_NE(err.find("budget only"), std::string::npos) << err;
+  ::unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(Generate, InvalidUtf8PromptDoesNotCrash) {
