@@ -55,6 +55,10 @@ bool ReleaseFilePages(const void* p, size_t n) {
   void* addr;
   size_t len;
   if (!PageRange(p, n, true, &addr, &len)) return true;
+  if (::madvise(addr, len, MADV_DONTNEED) == 0) return true;
+  // A boundary page shared with an mlock'd neighbour makes the whole call fail (EINVAL): release
+  // the pages that are the range's own.
+  if (!PageRange(p, n, false, &addr, &len)) return false;
   return ::madvise(addr, len, MADV_DONTNEED) == 0;
 }
 

@@ -13,7 +13,8 @@ size_t PageSize();
 // Drops this process's mapping of every page overlapping [p, p + n) (rounded outwards) with
 // MADV_DONTNEED, so the pages stop counting in its resident set; they refault from the page
 // cache when touched again. Only for read-only (or private, unmodified) FILE mappings: on
-// anonymous memory it would discard data. Returns false when madvise fails.
+// anonymous memory it would discard data. When a boundary page is locked (mlock'd neighbour) only
+// the whole pages inside the range are released. Returns false when madvise fails.
 bool ReleaseFilePages(const void* p, size_t n);
 
 // MADV_WILLNEED, then reads one byte per page so that every page of [p, p + n) is mapped now.
