@@ -20,15 +20,27 @@ void InstallCliLogSink() {
 }
 
 Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, ApiContext* ctx, std::string* path,
-                              double* load_ms) {
+                              double* load_ms, bool with_plan, std::string* plan_summary) {
   ContextParams cp;
   TRINE_RETURN_IF_ERROR(ParseContextParams(a, &cp));
   const auto t0 = std::chrono::steady_clock::now();
   *path = ResolveModelPath(a["model"].as<std::string>());
   trine_model_params mp = trine_model_default_params();
   mp.use_mmap = !a.count("no-mmap");
+  PlanFlags pf;
+  if (with_plan) {
+    TRINE_RETURN_IF_ERROR(ParsePlanFlags(a, &pf));
+    mp.mem_budget_bytes = pf.mem_budget;
+    mp.plan_path = pf.plan_path.empty() ? nullptr : pf.plan_path.c_str();
+    mp.auto_plan = pf.auto_plan;
+    mp.no_plan_cache = pf.no_cache;
+    mp.mlock = pf.mlock;
+    mp.plan_n_ctx = cp.n_ctx;
+    mp.plan_n_threads = cp.n_threads;
+  }
   model->reset(trine_model_load(path->c_str(), &mp));
   if (!*model) return LastApiError();
+  if (plan_summary != nullptr) *plan_summary = trine_model_plan_summary(model->get());
   trine_context_params tcp = trine_context_default_params();
   tcp.n_ctx = cp.n_ctx;
   tcp.n_batch = cp.n_batch;

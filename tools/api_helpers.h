@@ -32,8 +32,10 @@ void InstallCliLogSink();
 
 // As LoadModelAndContext (model_options.h), through the C API: reads -m, -c, -b, -t, --kv-type,
 // --no-mmap, loads the model and creates a context; *load_ms receives the wall time.
+// With `with_plan` the plan flags (AddPlanOptions) are read too; *plan_summary (may be null)
+// receives trine_model_plan_summary ("" without a plan).
 Status LoadModelAndContextApi(const cxxopts::ParseResult& args, ApiModel* model, ApiContext* ctx, std::string* path,
-                              double* load_ms);
+                              double* load_ms, bool with_plan = false, std::string* plan_summary = nullptr);
 
 // A sampler with the parsed --temp/--top-k/... settings.
 Status CreateSamplerApi(const SamplerParams& params, ApiSampler* out);

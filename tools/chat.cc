@@ -79,6 +79,7 @@ Status RenderTail(const trine_model* model, const char* tmpl, const std::vector<
 int RunChat(int argc, char** argv) {
   cxxopts::Options opts("trine chat", "Interactive chat using the model's chat template.");
   AddModelOptions(opts);
+  AddPlanOptions(opts);
   AddSamplingOptions(opts);
   opts.add_options("chat")("sys,system-prompt", "system prompt (-sys as in llama.cpp)",
                            cxxopts::value<std::string>()->default_value(""))(
@@ -118,8 +119,10 @@ int RunChat(int argc, char** argv) {
   ApiContext ctx;
   std::string path;
   double load_ms = 0.0;
-  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms);
+  std::string plan_summary;
+  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms, true, &plan_summary);
   if (!st.ok()) return Fail(st);
+  if (!plan_summary.empty()) std::fprintf(stderr, "%s\n", plan_summary.c_str());
   if (!forced) {
     tmpl = trine_chat_template_name(model.get(), nullptr);
     if (tmpl == nullptr) return Fail(LastApiError());

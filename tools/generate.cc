@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "api_helpers.h"
+#include "core/page_memory.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -39,6 +40,7 @@ void PrintTopLogits(nlohmann::json* out, const float* logits, int n_vocab, int k
 int RunGenerate(int argc, char** argv) {
   cxxopts::Options opts("trine generate", "Generate text from a prompt.");
   AddModelOptions(opts);
+  AddPlanOptions(opts);
   AddSamplingOptions(opts);
   opts.add_options("generation")("p,prompt", "prompt text", cxxopts::value<std::string>())(
       "f,file", "read the prompt from a file", cxxopts::value<std::string>())(
@@ -82,8 +84,11 @@ int RunGenerate(int argc, char** argv) {
   ApiContext ctx;
   std::string path;
   double load_ms = 0.0;
-  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms);
+  std::string plan_summary;
+  st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms, true, &plan_summary);
   if (!st.ok()) return Fail(st);
+  const bool json = a.count("json") > 0;
+  if (!json && !plan_summary.empty()) std::fprintf(stderr, "%s\n", plan_summary.c_str());
   const int n_ctx = trine_context_n_ctx(ctx.get());
   const int n_vocab = trine_model_n_vocab(model.get());
 
@@ -95,7 +100,6 @@ int RunGenerate(int argc, char** argv) {
     return Fail("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context of " +
                 std::to_string(n_ctx) + " (use -c)");
   }
-  const bool json = a.count("json") > 0;
   const bool ignore_eos = a.count("ignore-eos") > 0;
   ApiSampler sampler;
   st = CreateSamplerApi(sp, &sampler);
@@ -152,8 +156,10 @@ int RunGenerate(int argc, char** argv) {
                     {"prompt_tok_per_s", prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0.0},
                     {"generated_tokens", out.size()},
                     {"generation_ms", gen_ms},
-                    {"generation_tok_per_s", gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0}};
+                    {"generation_tok_per_s", gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0},
+                    {"peak_rss_bytes", ProcessPeakRssBytes()}};  // VmHWM
     if (top_logits > 0) j["top_logits"] = top;
+    if (!plan_summary.empty()) j["plan"] = plan_summary;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }

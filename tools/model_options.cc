@@ -11,6 +11,8 @@
 #include <climits>
 #include <vector>
 
+#include "profiler/plan_load.h"
+
 namespace trine::cli {
 
 std::string ResolveBundledPath(const std::string& relative) {
@@ -49,6 +51,33 @@ void AddModelOptions(cxxopts::Options& o, int default_ctx, int default_batch) {
       "ctv,cache-type-v", "V cache precision (llama.cpp's -ctv): f16, q8_0 or q4_0 (default: --kv-type)",
       cxxopts::value<std::string>())(
       "no-mmap", "read the model into memory instead of mapping it");
+}
+
+void AddPlanOptions(cxxopts::Options& o) {
+  o.add_options("plan")("mem-budget",
+                        "memory budget: bytes (K/M/G suffixes) or N% of RAM; layers that do not fit are "
+                        "streamed from the file (a cached profile's plan when one matches, else placement only)",
+                        cxxopts::value<std::string>()->default_value(""))(
+      "auto", "profile at load when no cached plan matches (as trine profile; slow on large models)")(
+      "plan", "apply this plan file (trine profile --plan-out)", cxxopts::value<std::string>())(
+      "no-cache", "ignore cached plans")("mlock", "mlock resident layers");
+}
+
+Status ParsePlanFlags(const cxxopts::ParseResult& a, PlanFlags* f) {
+  *f = PlanFlags();
+  const std::string budget = a["mem-budget"].as<std::string>();
+  if (!budget.empty()) {
+    f->mem_budget = profiler::ParseMemBudget(budget);
+    if (f->mem_budget == 0) {
+      return InvalidArgument("--mem-budget must be bytes (optionally K/M/G) or a percentage of RAM, got '" + budget +
+                             "'");
+    }
+  }
+  if (a.count("plan")) f->plan_path = a["plan"].as<std::string>();
+  f->auto_plan = a.count("auto") > 0;
+  f->no_cache = a.count("no-cache") > 0;
+  f->mlock = a.count("mlock") > 0;
+  return Status::Ok();
 }
 
 Status ParseContextParams(const cxxopts::ParseResult& a, ContextParams* cp) {

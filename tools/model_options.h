@@ -28,6 +28,18 @@ std::string ResolveModelPath(const std::string& given);
 // flags; main() rewrites the single-dash spellings), --no-mmap.
 void AddModelOptions(cxxopts::Options& options, int default_ctx = 0, int default_batch = 512);
 
+// --mem-budget, --auto, --plan, --no-cache, --mlock (generate, chat): load under a memory plan.
+void AddPlanOptions(cxxopts::Options& options);
+
+// Reads the plan flags into the plan fields of *params (trine_model_params; untouched without
+// them). `has_plan_options` false: the command has no plan flags.
+struct PlanFlags {
+  uint64_t mem_budget = 0;
+  std::string plan_path;
+  bool auto_plan = false, no_cache = false, mlock = false;
+};
+Status ParsePlanFlags(const cxxopts::ParseResult& args, PlanFlags* flags);
+
 // Reads and validates the context flags.
 Status ParseContextParams(const cxxopts::ParseResult& args, ContextParams* params);
 

@@ -12,9 +12,11 @@
 #include <cstdlib>
 
 #include "cli_common.h"
+#include "core/page_memory.h"
 #include "commands.h"
 #include "model_options.h"
 #include "profiler/plan.h"
+#include "profiler/plan_load.h"
 #include "profiler/profiler.h"
 #include "profiler/report.h"
 #include "tokenizer/tokenizer.h"
@@ -27,26 +29,7 @@ using profiler::Plan;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// "123456", "512M", "2G", "50%" (of MemTotal). 0 = invalid.
-uint64_t ParseBytes(const std::string& s) {
-  if (s.empty()) return 0;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || !(v > 0) || !std::isfinite(v)) return 0;
-  const std::string unit = end;
-  double mult = 1;
-  if (unit == "%") {
-    if (v > 100) return 0;
-    return static_cast<uint64_t>(static_cast<double>(profiler::MachineRamBytes()) * v / 100.0);
-  }
-  if (unit == "" || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KiB") mult = 1024.0;
-  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else return 0;
-  return static_cast<uint64_t>(v * mult);
-}
+uint64_t ParseBytes(const std::string& s) { return profiler::ParseMemBudget(s); }
 
 // Perplexity of the model as it is now over the first `windows` windows of n_ctx tokens
 // (llama.cpp's protocol: second half of each window scored).
@@ -140,10 +123,15 @@ int RunProfile(int argc, char** argv) {
   const std::string path = ResolveModelPath(a["model"].as<std::string>());
   ModelLoadOptions lo;
   lo.use_mmap = !a.count("no-mmap");
+  uint64_t runtime = 0;  // the process's memory before any weight, planned in (memory.runtime)
+  lo.placement_hook = [&runtime](const GgufFile&, const ModelConfig&, std::vector<Placement>*) {
+    runtime = ProcessRssBytes();
+    return Status::Ok();
+  };
   std::unique_ptr<Model> model;
   st = Model::Load(path, lo, &model);
   if (!st.ok()) return Fail(st);
-  const std::string hash = profiler::ModelContentHash(model->file());
+  const std::string hash = profiler::ModelContentHash(model->file(), /*release_pages=*/true);
   profiler::PlanKey key;
   key.mem_budget = budget;
   key.max_kl = max_kl;
@@ -238,6 +226,7 @@ int RunProfile(int argc, char** argv) {
       plan.isa = isa;
       plan.ram_bytes = ram;
       plan.key = key;
+      plan.memory.runtime = runtime;
       st = profiler::ProfileModel(model.get(), po, &plan);
       if (!st.ok()) return Fail(st);
       st = profiler::WritePlanFile(plan, cache_path);

@@ -122,9 +122,27 @@ typedef struct trine_model_params {
   trine_progress_callback progress_callback; /* NULL: none */
   void* progress_user_data;
   bool use_mmap;                             /* map the file (default) or read it into memory */
+  /* Memory plan (README, "Profiling and plans"). A plan applies when mem_budget_bytes, plan_path
+   * or auto_plan is set: each layer is then resident (prefaulted), page cache (mapped) or streamed
+   * (never mapped; read with pread into a ring of two layer-sized buffers per context, the next
+   * layer read while the current one computes), and each weight matrix gets the plan's activation
+   * precision. Resolution: plan_path; else the plan cache (keyed by the file's content hash, the
+   * budget and plan_n_ctx; written by `trine profile` or auto_plan); else with auto_plan a
+   * profile at load (slow on large models: it runs the model many times); else a budget-only plan
+   * (no profile; every layer int8, layers placed in order). The hash reads the whole file once.
+   * Streaming needs use_mmap (TRINE_ERROR_UNSUPPORTED otherwise). */
+  uint64_t mem_budget_bytes; /* 0: no budget (with auto_plan: the available memory) */
+  const char* plan_path;     /* NULL: none; a plan file (`trine profile --plan-out`) for this model */
+  bool auto_plan;            /* profile when no cached plan matches */
+  bool no_plan_cache;        /* ignore cached plans (a profile still refreshes the cache) */
+  bool mlock;                /* mlock resident layers (failures are not errors) */
+  int32_t plan_n_ctx;        /* context the plan budgets the KV cache for; 0: the training
+                                context, at most 4096 (match trine_context_params.n_ctx) */
+  int32_t plan_n_threads;    /* threads of a profile at load; 0: all cores */
 } trine_model_params;
 
-/* Defaults: no progress callback, use_mmap = true. Thread-safe. */
+/* Defaults: no progress callback, use_mmap = true, no plan (mem_budget_bytes 0, plan_path NULL,
+ * auto_plan false, no_plan_cache false, mlock false, plan_n_ctx 0, plan_n_threads 0). Thread-safe. */
 TRINE_API trine_model_params trine_model_default_params(void);
 
 /* Loads and validates a GGUF model (llama, bitnet, bitnet-b1.58 architectures).
@@ -142,6 +160,11 @@ TRINE_API trine_model* trine_model_load(const char* path, const trine_model_para
  * three *_free functions: it is ignored, logged, and sets INVALID_ARGUMENT as the last status.
  * (Any other call on a freed handle is undefined.) */
 TRINE_API void trine_model_free(trine_model* model);
+
+/* One line describing the memory plan applied at load ("plan: layers 2 resident / 0 page cache /
+ * 28 streamed ...; budget only ..."), or "" when none was requested. Owned by the model, valid
+ * until trine_model_free; NULL for a NULL model (error set). Thread-safe. */
+TRINE_API const char* trine_model_plan_summary(const trine_model* model);
 
 /* Model facts. Thread-safe. A NULL model gives TRINE_ERROR_INVALID_ARGUMENT (negative) for the
  * int32_t getters, 0 for the uint64_t ones and NULL for the strings. */

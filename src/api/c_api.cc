@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "profiler/plan_load.h"
 #include "runtime/context.h"
 #include "sampler/sampler.h"
 #include "tokenizer/chat_template.h"
@@ -40,6 +41,7 @@ struct ModelState {
   std::unique_ptr<trine::Tokenizer> tokenizer;  // null when the vocabulary has no usable tokenizer
   trine::Status tokenizer_status;               // why tokenizer is null
   std::string desc;
+  std::string plan_summary;  // "" without a plan
   uint64_t size_bytes = 0;
   uint64_t n_params = 0;
 };
@@ -379,6 +381,13 @@ trine_model_params trine_model_default_params(void) {
   p.progress_callback = nullptr;
   p.progress_user_data = nullptr;
   p.use_mmap = true;
+  p.mem_budget_bytes = 0;
+  p.plan_path = nullptr;
+  p.auto_plan = false;
+  p.no_plan_cache = false;
+  p.mlock = false;
+  p.plan_n_ctx = 0;
+  p.plan_n_threads = 0;
   return p;
 }
 
@@ -395,9 +404,24 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
       void* ud = params->progress_user_data;
       lo.progress = [cb, ud](float f) { return cb(f, ud); };
     }
+    if (params->plan_n_ctx < 0) return InvalidArg(fn, "params->plan_n_ctx is negative"), nullptr;
+    if (params->plan_n_threads < 0) return InvalidArg(fn, "params->plan_n_threads is negative"), nullptr;
+    trine::profiler::PlanRequest req;
+    req.mem_budget = params->mem_budget_bytes;
+    req.auto_plan = params->auto_plan;
+    if (params->plan_path != nullptr) req.plan_path = params->plan_path;
+    req.no_cache = params->no_plan_cache;
+    req.mlock = params->mlock;
+    req.n_ctx = params->plan_n_ctx;
+    req.n_threads = params->plan_n_threads;
     auto state = std::make_shared<ModelState>();
-    trine::Status st = trine::Model::Load(path, lo, &state->model);
+    trine::profiler::PlanOutcome outcome;
+    trine::Status st = trine::profiler::LoadModelWithPlan(path, lo, req, &state->model, &outcome);
     if (!st.ok()) return Fail(st), nullptr;
+    if (outcome.active) {
+      state->plan_summary = outcome.summary;
+      Log(TRINE_LOG_INFO, std::string(path) + ": " + outcome.summary);
+    }
     state->tokenizer_status = trine::Tokenizer::Create(state->model->vocab(), &state->tokenizer);
     if (!state->tokenizer_status.ok()) {
       Log(TRINE_LOG_WARN, std::string(path) + ": no tokenizer: " + state->tokenizer_status.message());
@@ -415,6 +439,11 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
 }
 
 void trine_model_free(trine_model* model) { FreeHandle("trine_model_free", "trine_model", LiveModels(), model); }
+
+const char* trine_model_plan_summary(const trine_model* model) {
+  const ModelState* m = ModelOf("trine_model_plan_summary", model);
+  return m ? m->plan_summary.c_str() : nullptr;
+}
 
 int32_t trine_model_n_vocab(const trine_model* model) {
   const ModelState* m = ModelOf("trine_model_n_vocab", model);

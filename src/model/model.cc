@@ -1,8 +1,11 @@
 // Model loading: validation (ModelConfig, Vocab), then weight binding by tensor name.
 #include "model/model.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
+#include "core/page_memory.h"
 #include "repack.h"
 #include "tensor/blocks.h"
 
@@ -45,15 +48,59 @@ Status ReadScale(const GgufFile& f, const std::string& name, float* out) {
   return Status::Ok();
 }
 
+bool NeedsRepack(const kernels::WeightView& w) { return kernels::NeedsTernaryRepack(w) && w.cols % kQK_K == 0; }
+
+// The TQ2_0 view RepackToTq2 makes of `w`, without its data (for streamed layers).
+kernels::WeightView Tq2Shape(const kernels::WeightView& w) {
+  kernels::WeightView v = w;
+  v.type = TypeId::kTQ2_0;
+  v.data = nullptr;
+  v.row_bytes = static_cast<size_t>(w.cols / kQK_K) * sizeof(BlockTQ2_0);
+  return v;
+}
+
 }  // namespace
 
-Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant) {
+const char* PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kResident: return "resident";
+    case Placement::kStreamed: return "streamed";
+    case Placement::kPageCache: break;
+  }
+  return "page_cache";
+}
+
+bool ParsePlacement(const std::string& name, Placement* out) {
+  for (Placement p : {Placement::kPageCache, Placement::kResident, Placement::kStreamed}) {
+    if (name == PlacementName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Model::has_streamed_layers() const {
+  for (Placement p : placements_) {
+    if (p == Placement::kStreamed) return true;
+  }
+  return false;
+}
+
+Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant,
+                         bool streamed) {
   KernelBinding b;
   b.tensor = name;
   const TypeId file_type = w->type;
-  if (kernels::NeedsTernaryRepack(*w) && w->cols % kQK_K == 0) {
-    repacked_.emplace_back();
-    TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
+  if (NeedsRepack(*w)) {
+    if (streamed) {
+      *w = Tq2Shape(*w);  // the streamer repacks after each read
+    } else {
+      const GgufTensorInfo* t = file_->FindTensor(name);
+      TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_[name], w));
+      // The file's pages are not read again: drop them from the resident set.
+      if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+    }
     b.repacked = true;
   }
   std::string kname;
@@ -68,6 +115,76 @@ std::vector<std::string> Model::MatrixNames() const {
   std::vector<std::string> names;
   for (const auto& v : views_) names.push_back(v.first);
   return names;
+}
+
+Status Model::AttachLayer(int layer) {
+  LayerWeights& L = layers_[static_cast<size_t>(layer)];
+  const auto views = L.Matrices();
+  const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
+  for (size_t i = 0; i < sms.size(); ++i) {
+    const StreamMatrix& sm = sms[i];
+    const GgufTensorInfo* t = file_->FindTensor(sm.name);
+    if (t == nullptr) return Status(StatusCode::kInternal, "attach: no tensor " + sm.name);
+    if (sm.repack) {
+      kernels::WeightView src = sm.file_view, dst;
+      src.data = t->data;
+      TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(src, &repacked_[sm.name], &dst));
+      views[i]->data = dst.data;
+      if (file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+    } else {
+      views[i]->data = t->data;
+    }
+  }
+  return Status::Ok();
+}
+
+void Model::DetachLayer(int layer) {
+  LayerWeights& L = layers_[static_cast<size_t>(layer)];
+  const auto views = L.Matrices();
+  const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
+  for (size_t i = 0; i < sms.size(); ++i) {
+    views[i]->data = nullptr;
+    repacked_.erase(sms[i].name);
+    const GgufTensorInfo* t = file_->FindTensor(sms[i].name);
+    if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+  }
+}
+
+Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
+  if (layer < 0 || layer >= static_cast<int>(layers_.size())) {
+    return InvalidArgument("no layer " + std::to_string(layer) + " (the model has " + std::to_string(layers_.size()) +
+                           ")");
+  }
+  if (p == Placement::kStreamed && !file_->is_mmapped()) {
+    return Unsupported(file_->path() + ": streaming weights needs a memory-mapped model file (drop --no-mmap / "
+                       "use_mmap = false)");
+  }
+  const Placement old = placements_[static_cast<size_t>(layer)];
+  if (old == Placement::kStreamed && p != Placement::kStreamed) TRINE_RETURN_IF_ERROR(AttachLayer(layer));
+  if (p == Placement::kStreamed && old != Placement::kStreamed) DetachLayer(layer);
+  placements_[static_cast<size_t>(layer)] = p;
+  if (old != p) ++placement_epoch_;
+  if (p == Placement::kStreamed) return Status::Ok();
+  const LayerWeights& L = layers_[static_cast<size_t>(layer)];
+  const auto views = L.Matrices();
+  const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
+  for (size_t i = 0; i < sms.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(views[i]->rows) * views[i]->row_bytes;
+    const bool mapped = !sms[i].repack && file_->is_mmapped();  // repacked copies live on the heap
+    if (p == Placement::kResident) {
+      if (mapped) PrefaultPages(views[i]->data, bytes);
+      if (try_mlock) {
+        if (LockPages(views[i]->data, bytes)) {
+          ++mlock_ok_;
+        } else {
+          ++mlock_failed_;
+        }
+      }
+    } else if (mapped) {
+      AdvisePages(views[i]->data, bytes, MADV_NORMAL);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Model::SetF32Activations(const std::string& tensor, bool on) {
@@ -166,11 +283,27 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     TRINE_RETURN_IF_ERROR(BindMatrix(f, "output.weight", &m->output_));
   }
   TRINE_RETURN_IF_ERROR(m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
-                                      options.ternary_variant));
+                                      options.ternary_variant, false));
   m->output_file_ = m->output_;
   if (options.output_type != TypeId::kCount) TRINE_RETURN_IF_ERROR(m->SetOutputType(options.output_type));
   TRINE_RETURN_IF_ERROR(ReadVector(f, "output_norm.weight", &m->output_norm_));
   if (c.has_rope_freqs) TRINE_RETURN_IF_ERROR(ReadVector(f, "rope_freqs.weight", &m->rope_freqs_));
+
+  std::vector<Placement> placements = options.layer_placements;
+  if (options.placement_hook) TRINE_RETURN_IF_ERROR(options.placement_hook(f, c, &placements));
+  if (placements.empty()) placements.assign(static_cast<size_t>(c.n_layer), Placement::kPageCache);
+  if (placements.size() != static_cast<size_t>(c.n_layer)) {
+    return InvalidArgument(path + ": " + std::to_string(placements.size()) + " layer placements for " +
+                           std::to_string(c.n_layer) + " layers");
+  }
+  for (Placement p : placements) {
+    if (p == Placement::kStreamed && !f.is_mmapped()) {
+      return Unsupported(path + ": streaming weights needs a memory-mapped model file (drop --no-mmap / "
+                         "use_mmap = false)");
+    }
+  }
+  m->placements_.assign(placements.size(), Placement::kPageCache);
+  m->stream_matrices_.resize(placements.size());
 
   const bool bitnet = c.arch != Arch::kLlama;
   m->layers_.resize(static_cast<size_t>(c.n_layer));
@@ -188,10 +321,21 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
                                {"attn_v", &L.wv, &L.s_v},          {"attn_output", &L.wo, &L.s_o},
                                {"ffn_gate", &L.w_gate, &L.s_gate}, {"ffn_up", &L.w_up, &L.s_up},
                                {"ffn_down", &L.w_down, &L.s_down}};
+    const bool streamed = placements[static_cast<size_t>(l)] == Placement::kStreamed;
     for (const Matrix& mx : matrices) {
       const std::string name = p + mx.name;
       TRINE_RETURN_IF_ERROR(BindMatrix(f, name + ".weight", mx.view));
-      TRINE_RETURN_IF_ERROR(m->BindKernel(name + ".weight", mx.view, options.ternary_variant));
+      const GgufTensorInfo* t = f.FindTensor(name + ".weight");
+      StreamMatrix sm;
+      sm.name = name + ".weight";
+      sm.split = t->split;
+      sm.file_offset = t->file_offset;
+      sm.n_bytes = t->n_bytes;
+      sm.file_view = *mx.view;
+      sm.file_view.data = nullptr;
+      sm.repack = NeedsRepack(*mx.view);
+      m->stream_matrices_[static_cast<size_t>(l)].push_back(std::move(sm));
+      TRINE_RETURN_IF_ERROR(m->BindKernel(name + ".weight", mx.view, options.ternary_variant, streamed));
       if (bitnet) {
         TRINE_RETURN_IF_ERROR(ReadScale(f, name + ".scale", mx.scale));
       }
@@ -207,6 +351,10 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   for (const std::string& name : options.f32_activation_tensors) {
     TRINE_RETURN_IF_ERROR(m->SetF32Activations(name, true));
   }
+  for (int l = 0; l < c.n_layer; ++l) {
+    TRINE_RETURN_IF_ERROR(m->SetLayerPlacement(l, placements[static_cast<size_t>(l)], options.mlock_resident));
+  }
+  m->placement_epoch_ = 0;
   *out = std::move(m);
   return Status::Ok();
 }

@@ -1,8 +1,22 @@
 // Model: a validated GGUF file bound to per-layer weight views (zero copy over the mapping), with
 // norm vectors and scales converted to fp32 once at load time.
+//
+// Placement of each layer's weight matrices (a memory plan, see src/profiler/plan.h):
+//   kPageCache  the default: the file mapping, faulted in on first use (madvise NORMAL)
+//   kResident   the mapping prefaulted at placement time (MADV_WILLNEED + a read per page) and,
+//               with try_mlock, mlock'd
+//   kStreamed   not mapped at all: the views' data pointers are null and a WeightStreamer
+//               (runtime/weight_streamer.h, one per Context) preads the layer into a small ring of
+//               buffers, with read-ahead, each time the forward pass reaches it. The mapped pages
+//               of the layer are released (MADV_DONTNEED), and repacked copies (TQ1_0 / I2_S ->
+//               TQ2_0) are not kept: a streamed layer of those types is repacked after every read
+//               (correct but slow; stream TQ2_0 files). Needs a mapped file (use_mmap).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +44,30 @@ struct LayerWeights {
   kernels::WeightView w_down;        // (E, F)
   // bitnet's optional per-tensor `.scale` multipliers of each matmul output (1 when absent).
   float s_q = 1, s_k = 1, s_v = 1, s_o = 1, s_gate = 1, s_up = 1, s_down = 1;
+
+  static constexpr int kMatrices = 7;
+  // The seven matrices in this order: wq, wk, wv, wo, w_gate, w_up, w_down.
+  std::array<kernels::WeightView*, kMatrices> Matrices() {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
+  std::array<const kernels::WeightView*, kMatrices> Matrices() const {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
+};
+
+enum class Placement : uint8_t { kPageCache = 0, kResident = 1, kStreamed = 2 };
+// "page_cache", "resident", "streamed" (the plan JSON's names).
+const char* PlacementName(Placement p);
+bool ParsePlacement(const std::string& name, Placement* out);
+
+// One weight matrix of a layer as the file stores it: what a streaming reader preads.
+struct StreamMatrix {
+  std::string name;        // "blk.3.ffn_up.weight"
+  int split = 0;           // file (split) index in the GgufFile
+  uint64_t file_offset = 0;
+  uint64_t n_bytes = 0;
+  kernels::WeightView file_view;  // the file's type, shape, row bytes and I2_S scale; data null
+  bool repack = false;            // bytes must go through kernels::RepackToTq2
 };
 
 struct ModelLoadOptions {
@@ -45,6 +83,15 @@ struct ModelLoadOptions {
   // The output head's weight type: kCount keeps the file's; another type (f16, q8_0, q6_k, q4_0 ...)
   // requantizes the head at load (SetOutputType), as a plan's "output_type" says.
   TypeId output_type = TypeId::kCount;
+  // Placement of each layer (empty: all kPageCache; otherwise n_layer entries). Streamed layers
+  // are never touched or repacked at load.
+  std::vector<Placement> layer_placements;
+  // Called once the file's header, config and vocabulary are read and before any weight is
+  // bound: may fill *placements (as layer_placements). For planners that hash the file first.
+  std::function<Status(const GgufFile& file, const ModelConfig& config, std::vector<Placement>* placements)>
+      placement_hook;
+  // mlock resident layers (failures are counted, not errors).
+  bool mlock_resident = false;
 };
 
 // What the loader bound to one weight matrix (for `trine inspect --kernels`).
@@ -90,6 +137,22 @@ class Model {
   TypeId output_file_type() const { return output_file_.type; }
   // Bytes of the head's weights as bound now.
   uint64_t output_bytes() const { return static_cast<uint64_t>(output_.rows) * output_.row_bytes; }
+  // Placement of layer `l`, and the file ranges of its seven matrices (LayerWeights::Matrices order).
+  Placement placement(int layer) const { return placements_[static_cast<size_t>(layer)]; }
+  const std::vector<Placement>& placements() const { return placements_; }
+  bool has_streamed_layers() const;
+  const std::vector<StreamMatrix>& stream_matrices(int layer) const {
+    return stream_matrices_[static_cast<size_t>(layer)];
+  }
+  // Changes a layer's placement (see the top of this file). Like SetF32Activations: only while no
+  // context of this model is decoding; contexts notice the change (placement_epoch) at their
+  // next decode and rebuild their streamer. kStreamed needs a mapped file (kUnsupported otherwise).
+  Status SetLayerPlacement(int layer, Placement p, bool try_mlock);
+  // Bumped by every SetLayerPlacement that changes something.
+  uint64_t placement_epoch() const { return placement_epoch_; }
+  // mlock results of resident placements so far.
+  int mlock_ok() const { return mlock_ok_; }
+  int mlock_failed() const { return mlock_failed_; }
 
  private:
   Model() = default;
@@ -107,9 +170,16 @@ class Model {
   kernels::TernaryVariant variant_ = kernels::TernaryVariant::kDefault;
   std::vector<KernelBinding> bindings_;
   std::vector<std::pair<std::string, kernels::WeightView*>> views_;  // into layers_ / output_
-  std::vector<std::vector<uint8_t>> repacked_;  // owned TQ2_0 copies of TQ1_0 / I2_S weights
+  std::map<std::string, std::vector<uint8_t>> repacked_;  // owned TQ2_0 copies of TQ1_0 / I2_S weights
+  std::vector<Placement> placements_;
+  std::vector<std::vector<StreamMatrix>> stream_matrices_;
+  uint64_t placement_epoch_ = 0;
+  int mlock_ok_ = 0, mlock_failed_ = 0;
 
-  Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant);
+  Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant, bool streamed);
+  // Points the view at the mapped bytes (repacking when needed) / detaches it (streamed).
+  Status AttachLayer(int layer);
+  void DetachLayer(int layer);
 };
 
 }  // namespace trine

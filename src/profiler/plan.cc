@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/page_memory.h"
 #include "kernels.h"
 
 namespace trine::profiler {
@@ -61,7 +62,8 @@ json PlanToJson(const Plan& p) {
   const PlanMemory& m = p.memory;
   j["memory"] = {{"budget", m.budget},   {"weights", m.weights},       {"kv", m.kv},
                  {"activations", m.activations}, {"buffers", m.buffers}, {"resident", m.resident},
-                 {"page_cache", m.page_cache}, {"streamed", m.streamed}};
+                 {"page_cache", m.page_cache}, {"streamed", m.streamed}, {"stream_ring", m.stream_ring},
+                 {"runtime", m.runtime}};
   j["prediction"] = {{"tok_s", p.pred_tok_s}, {"kl", p.pred_kl}, {"tok_s_all_fp32", p.pred_tok_s_fp32},
                      {"tok_s_all_int8", p.pred_tok_s_int8}};
   j["profile"] = {{"samples", p.samples},
@@ -176,6 +178,8 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     p.memory.resident = mem.value("resident", uint64_t{0});
     p.memory.page_cache = mem.value("page_cache", uint64_t{0});
     p.memory.streamed = mem.value("streamed", uint64_t{0});
+    p.memory.stream_ring = mem.value("stream_ring", uint64_t{0});
+    p.memory.runtime = mem.value("runtime", uint64_t{0});
     const json& pr = j.at("prediction");
     p.pred_tok_s = pr.value("tok_s", 0.0);
     p.pred_kl = pr.value("kl", 0.0);
@@ -235,13 +239,15 @@ Status ReadPlanFile(const std::string& path, Plan* plan) {
   return PlanFromJson(j, path, plan);
 }
 
-std::string ModelContentHash(const GgufFile& file) {
+std::string ModelContentHash(const GgufFile& file, bool release_pages) {
   constexpr uint64_t kPrime = 0x100000001b3ull;
   uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&](uint64_t w) {
     h ^= w;
     h *= kPrime;
   };
+  release_pages = release_pages && file.is_mmapped();
+  constexpr uint64_t kChunkWords = (8u << 20) / 8;  // release every 8 MiB
   mix(file.file_size());
   for (const GgufTensorInfo& t : file.tensors()) {
     mix(t.n_bytes);
@@ -250,12 +256,16 @@ std::string ModelContentHash(const GgufFile& file) {
     const uint64_t n = t.n_bytes, n8 = n / 8;
     // Four independent lanes (the multiply chain is the bottleneck), folded at the end.
     uint64_t lane[4] = {h, h ^ 0x9e3779b97f4a7c15ull, h ^ 0xbf58476d1ce4e5b9ull, h ^ 0x94d049bb133111ebull};
-    uint64_t i = 0;
+    uint64_t i = 0, released = 0;
     for (; i + 4 <= n8; i += 4) {
       for (int k = 0; k < 4; ++k) {
         uint64_t w;
         std::memcpy(&w, d + (i + static_cast<uint64_t>(k)) * 8, 8);
         lane[k] = (lane[k] ^ w) * kPrime;
+      }
+      if (release_pages && i + 4 - released >= kChunkWords) {
+        ReleaseFilePages(d + released * 8, (i + 4 - released) * 8);
+        released = i + 4;
       }
     }
     for (int k = 0; k < 4; ++k) mix(lane[k]);
@@ -265,6 +275,7 @@ std::string ModelContentHash(const GgufFile& file) {
       mix(w);
     }
     for (uint64_t b = n8 * 8; b < n; ++b) mix(d[b]);
+    if (release_pages) ReleaseFilePages(d + released * 8, n - released * 8);
   }
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
@@ -289,7 +300,9 @@ bool PlanKeyMatches(const Plan& p, const std::string& model_hash, const std::str
                     const PlanKey& k) {
   return p.model_hash == model_hash && p.isa == isa && p.ram_bytes == ram_bytes && p.trine_version == kTrineVersion &&
          p.key.mem_budget == k.mem_budget && p.key.max_kl == k.max_kl && p.key.samples == k.samples &&
-         p.key.seed == k.seed && p.key.n_ctx == k.n_ctx && p.key.kv_type == k.kv_type &&
+         p.key.seed == k.seed && p.key.n_ctx == k.n_ctx &&
+         // A plan that chose its cache ("auto") serves a load that runs with the cache it chose.
+         (p.key.kv_type == k.kv_type || (p.key.kv_type == "auto" && p.kv_type == k.kv_type)) &&
          p.key.output_type == k.output_type && p.version == kPlanVersion;
 }
 
@@ -351,41 +364,72 @@ Status ApplyPlanPrecisions(const Plan& plan, Model* model) {
   return Status::Ok();
 }
 
-Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
-  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  int advised = 0, locked = 0, lock_failed = 0;
+Status PlanPlacements(const Plan& plan, int n_layer, std::vector<Placement>* out) {
+  out->assign(static_cast<size_t>(n_layer), Placement::kPageCache);
   for (const PlanUnit& u : plan.units) {
     if (u.layer < 0) continue;
-    const std::string prefix = "blk." + std::to_string(u.layer) + ".";
-    for (const GgufTensorInfo& t : model->file().tensors()) {
-      if (t.name.rfind(prefix, 0) != 0 || t.data == nullptr || t.n_bytes == 0) continue;
-      // Whole pages inside the tensor only (neighbours may belong to another placement).
-      const uintptr_t b = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
-      const uintptr_t e = (reinterpret_cast<uintptr_t>(t.data) + t.n_bytes) / page * page;
-      if (e <= b) continue;
-      void* addr = reinterpret_cast<void*>(b);
-      const size_t len = e - b;
-      const int advice = u.placement == "resident" ? MADV_WILLNEED
-                         : u.placement == "page_cache" ? MADV_NORMAL
-                                                       : MADV_RANDOM;
-      if (::madvise(addr, len, advice) == 0) ++advised;
-      if (u.placement == "resident" && try_mlock) {
-        if (::mlock(addr, len) == 0) {
-          ++locked;
-        } else {
-          ++lock_failed;
-        }
-      }
+    if (u.layer >= n_layer) {
+      return InvalidArgument("plan does not fit this model: unit " + u.unit + " but the model has " +
+                             std::to_string(n_layer) + " layers");
     }
+    Placement p;
+    if (!ParsePlacement(u.placement, &p)) return InvalidArgument("plan: unit " + u.unit + " has placement '" + u.placement + "'");
+    (*out)[static_cast<size_t>(u.layer)] = p;
+  }
+  return Status::Ok();
+}
+
+Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
+  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
+  std::vector<Placement> placements;
+  TRINE_RETURN_IF_ERROR(PlanPlacements(plan, model->config().n_layer, &placements));
+  const int locked0 = model->mlock_ok(), failed0 = model->mlock_failed();
+  int n[3] = {0, 0, 0};
+  for (size_t l = 0; l < placements.size(); ++l) {
+    TRINE_RETURN_IF_ERROR(model->SetLayerPlacement(static_cast<int>(l), placements[l], try_mlock));
+    ++n[static_cast<int>(placements[l])];
   }
   if (summary != nullptr) {
     *summary = std::to_string(plan.tensors.size()) + " tensor precisions set, head " +
-               TypeName(model->output_type()) + ", KV cache " + plan.kv_type + ", " + std::to_string(advised) +
-               " ranges advised";
-    if (try_mlock) *summary += ", " + std::to_string(locked) + " locked (" + std::to_string(lock_failed) + " mlock failures)";
+               TypeName(model->output_type()) + ", KV cache " + plan.kv_type + ", layers " +
+               std::to_string(n[static_cast<int>(Placement::kResident)]) + " resident / " +
+               std::to_string(n[static_cast<int>(Placement::kPageCache)]) + " page cache / " +
+               std::to_string(n[static_cast<int>(Placement::kStreamed)]) + " streamed";
+    if (try_mlock) {
+      *summary += ", " + std::to_string(model->mlock_ok() - locked0) + " matrices locked (" +
+                  std::to_string(model->mlock_failed() - failed0) + " mlock failures)";
+    }
   }
   return Status::Ok();
+}
+
+namespace {
+std::string Mib(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  return buf;
+}
+}  // namespace
+
+std::string PlanSummary(const Plan& p) {
+  int n_int8 = 0, n_fp32 = 0, n_res = 0, n_pc = 0, n_str = 0;
+  for (const PlanUnit& u : p.units) {
+    (u.precision == "int8" ? n_int8 : n_fp32) += 1;
+    if (u.layer < 0) continue;
+    if (u.placement == "resident") ++n_res;
+    if (u.placement == "page_cache") ++n_pc;
+    if (u.placement == "streamed") ++n_str;
+  }
+  const PlanMemory& m = p.memory;
+  const uint64_t planned = m.runtime + m.resident + m.page_cache + m.kv + m.activations + m.buffers + m.stream_ring;
+  std::string s = "plan: layers " + std::to_string(n_res) + " resident / " + std::to_string(n_pc) + " page cache / " +
+                  std::to_string(n_str) + " streamed";
+  if (n_str > 0) s += " (ring " + Mib(m.stream_ring) + ")";
+  s += "; units " + std::to_string(n_int8) + " int8 / " + std::to_string(n_fp32) + " fp32";
+  s += "; memory " + Mib(planned) + " of " + Mib(m.budget) + " budget (weights " + Mib(m.weights) + ")";
+  if (planned > m.budget) s += ", OVER BUDGET by this estimate: head, KV cache, buffers (batch <= 512) and runtime alone do not fit";
+  if (p.samples == 0) s += "; not profiled (placement only)";
+  return s;
 }
 
 }  // namespace trine::profiler

@@ -35,7 +35,10 @@
 //                                                 everything else fp32), "ms": double per token,
 //                                   "load_s": double (requantization at load, measured) } ] },
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
-//                 "resident": u64, "page_cache": u64, "streamed": u64 },
+//                 "resident": u64, "page_cache": u64, "streamed": u64,
+//                 "stream_ring": u64 (optional, 0 when absent: the streamer's buffers),
+//                 "runtime": u64 (optional, 0 when absent: the planning process's resident set
+//                             before any weight was read: code, metadata, vocabulary) },
 //     "prediction": { "tok_s": double, "kl": double (sum of chosen units' kl_int8),
 //                     "tok_s_all_fp32": double, "tok_s_all_int8": double },
 //     "profile": { "samples": int, "tokens_per_sample": int, "seconds": double,
@@ -51,8 +54,12 @@
 // total memory exceeds the budget least, then the fastest predicted, then the lowest KL, with
 // sum of KLs (layers' int8 + kv + head) <= max_kl.
 //
-// Placement "streamed" is a decision recorded in the plan only: trine does not yet stream weights
-// with pread; such layers are left to the page cache (madvise RANDOM) at apply time.
+// Placements are applied per layer by Model::SetLayerPlacement (see src/model/model.h):
+// "resident" prefaults (and with --mlock locks) the layer's mapped weights, "page_cache" leaves
+// them to the mapping, "streamed" unmaps them and a WeightStreamer per context preads them into a
+// ring of layer-sized buffers with read-ahead (src/runtime/weight_streamer.h). The head (and the
+// embedding) are always mapped. A plan with "profile.samples" 0 was made without profiling (a
+// budget-only plan: every unit int8, layers placed in order).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -94,6 +101,8 @@ struct PlanCandidate {
 struct PlanMemory {
   uint64_t budget = 0, weights = 0, kv = 0, activations = 0, buffers = 0;
   uint64_t resident = 0, page_cache = 0, streamed = 0;
+  uint64_t stream_ring = 0;  // ring buffers of the weight streamer (when any layer is streamed)
+  uint64_t runtime = 0;      // process memory besides the model (RSS before any weight), planned in
 };
 
 struct PlanKey {
@@ -139,13 +148,16 @@ Status ReadPlanFile(const std::string& path, Plan* plan);
 
 // Content hash of a model: 64-bit FNV-1a over 8-byte little-endian words of every tensor's data
 // (in file order, tail bytes one at a time), mixed with each tensor's size and the file size.
-std::string ModelContentHash(const GgufFile& file);
+// With release_pages (mapped files only) the pages read are dropped from the resident set as the
+// hash goes (MADV_DONTNEED every 8 MiB), so hashing a large model does not raise peak RSS.
+std::string ModelContentHash(const GgufFile& file, bool release_pages = false);
 inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data bytes + file size";
 
 // $XDG_CACHE_HOME/trine/plans (or ~/.cache/trine/plans); created on demand by WritePlanFile.
 std::string PlanCacheDir();
 std::string PlanCachePath(const std::string& model_hash);
-// True when `plan` was made for this model hash, machine, key and trine version.
+// True when `plan` was made for this model hash, machine, key and trine version (a plan keyed
+// kv_type "auto" matches a key asking for the KV type it chose).
 bool PlanKeyMatches(const Plan& plan, const std::string& model_hash, const std::string& isa, uint64_t ram_bytes,
                     const PlanKey& key);
 
@@ -167,9 +179,16 @@ TypeId PlanOutputType(const Plan& plan);
 // Sets each tensor's activation precision and the head's weight type as the plan says.
 Status ApplyPlanPrecisions(const Plan& plan, Model* model);
 
-// Sets each tensor's activation precision (and the head type) as the plan says (unknown names are errors), and
-// advises the kernel about each layer's placement (resident: MADV_WILLNEED and, with try_mlock,
-// mlock; page_cache: MADV_NORMAL; streamed: MADV_RANDOM). *summary receives a one-line account.
+// The plan's per-layer placements (layers the plan does not name: page cache).
+Status PlanPlacements(const Plan& plan, int n_layer, std::vector<Placement>* out);
+
+// Sets each tensor's activation precision and the head type as the plan says (unknown names are
+// errors), and each layer's placement (Model::SetLayerPlacement: resident prefaulted and, with
+// try_mlock, locked; page_cache mapped; streamed unmapped and read through a ring). *summary
+// receives a one-line account.
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary);
+
+// One line: placements, precisions, planned memory against the budget.
+std::string PlanSummary(const Plan& plan);
 
 }  // namespace trine::profiler

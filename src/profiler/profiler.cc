@@ -179,6 +179,7 @@ struct LayerDriver {
   KvCache kv;
   ForwardState st;
   std::vector<float> normed, logits;
+  std::unique_ptr<WeightStreamer> streamer;  // the model's streamed layers
 
   Status Init(const Model* model, int n_ctx, int n_threads, KvType type) {
     m = model;
@@ -187,12 +188,15 @@ struct LayerDriver {
     st.model = m;
     st.kv = &kv;
     st.n_threads = n_threads;
+    streamer.reset();
+    if (m->has_streamed_layers()) TRINE_RETURN_IF_ERROR(WeightStreamer::Create(*m, 2, &streamer));
+    st.streamer = streamer.get();
     return Status::Ok();
   }
 
   // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
   // one more for the head input) and seconds (secs, n_layer + 1 entries: the last is the head).
-  void Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
+  Status Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
     const ModelConfig& c = m->config();
     const size_t N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
     st.Resize(*m, n, n_past);  // the buffers DecodeBatch sizes, in one place
@@ -202,7 +206,6 @@ struct LayerDriver {
       for (float v : st.x) s += std::fabs(static_cast<double>(v));
       return s / static_cast<double>(st.x.size());
     };
-    const bool bitnet = c.arch != Arch::kLlama;
     for (int l = 0; l <= c.n_layer; ++l) {
       if (norm_sum) (*norm_sum)[static_cast<size_t>(l)] += mean_abs();
       const auto t0 = Clock::now();
@@ -211,13 +214,12 @@ struct LayerDriver {
         logits.resize(static_cast<size_t>(c.n_vocab));
         ops::RmsNorm(st.x.data() + (N - 1) * E, m->output_norm().data(), normed.data(), 1, c.n_embd, c.rms_eps);
         ops::MatMul(m->output(), normed.data(), logits.data(), 1, &st.act, st.n_threads);
-      } else if (bitnet) {
-        BitnetLayer(st, l);
       } else {
-        LlamaLayer(st, l);
+        TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
       }
       if (secs) (*secs)[static_cast<size_t>(l)] += std::chrono::duration<double>(Clock::now() - t0).count();
     }
+    return Status::Ok();
   }
 };
 
@@ -505,7 +507,9 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   // stream differs from the fp32 run's by the (small) KL-level perturbation only.
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
   std::vector<double> norms(U, 0.0);
-  for (const auto& ids : samples) drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr);
+  for (const auto& ids : samples) {
+    TRINE_RETURN_IF_ERROR(drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr));
+  }
   for (size_t u = 0; u < U; ++u) units[u].act_norm = norms[u] / static_cast<double>(samples.size());
   step += 1;
   const int prompt = 8, steps = 16;
@@ -514,10 +518,11 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     std::vector<double> best(U, INFINITY);
     for (int rep = 0; rep < 3; ++rep) {  // the fastest of 3 runs per layer (noise is one-sided)
       std::vector<double> secs(U, 0.0);
-      drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr);
+      TRINE_RETURN_IF_ERROR(
+          drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr));
       for (int i = 0; i < steps; ++i) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
-        drv.Run(&t, 1, prompt + i, nullptr, &secs);
+        TRINE_RETURN_IF_ERROR(drv.Run(&t, 1, prompt + i, nullptr, &secs));
       }
       for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
     }
@@ -558,6 +563,83 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
 }
 
 namespace {
+
+// Memory estimates (what a context of key.n_ctx with batch 512 allocates) and per-layer
+// placement under key.mem_budget, with the KV cache `kv` and, when set, the head requantized as
+// `head` (its bytes replace the file head's). Most sensitive layers resident first; the head
+// always resident; when some layers must be streamed, kStreamSlots x the largest layer is
+// reserved for the ring first. plan->memory.runtime (measured by the caller) is kept and counts.
+void PlaceUnits(const ModelConfig& c, uint64_t other_weight_bytes, const PlanCandidate& kv, const PlanCandidate* head,
+                Plan* plan) {
+  std::vector<PlanUnit>& units = plan->units;
+  PlanMemory& m = plan->memory;
+  const uint64_t runtime = m.runtime;
+  m = PlanMemory();
+  m.runtime = runtime;
+  m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
+  const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
+  const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
+  if (kv.bytes > 0) {
+    m.kv = kv.bytes;
+  } else {
+    KvType kvt = KvType::kF16;
+    if (!ParseKvType(kv.type, &kvt)) kvt = KvType::kF16;
+    m.kv = static_cast<uint64_t>(KvCache::Bytes(kvt, kvt, c.n_layer, static_cast<int>(n_ctx), static_cast<int>(kv_dim)));
+  }
+  const uint64_t nb = std::min<uint64_t>(512, n_ctx);
+  const uint64_t E = static_cast<uint64_t>(c.n_embd), F = static_cast<uint64_t>(c.n_ff);
+  const uint64_t qd = static_cast<uint64_t>(c.n_head) * static_cast<uint64_t>(c.head_dim);
+  m.activations = nb * (3 * E + 2 * qd + 2 * kv_dim + 2 * F) * 4 + nb * std::max(E, F) * 4;
+  m.buffers = static_cast<uint64_t>(c.n_vocab) * 4 + nb * E * 4;
+  auto unit_bytes = [&](const PlanUnit& u) { return head != nullptr && u.layer < 0 ? head->bytes : u.weight_bytes; };
+  m.weights = other_weight_bytes;
+  for (const PlanUnit& u : units) m.weights += unit_bytes(u);
+  uint64_t fixed = m.runtime + m.kv + m.activations + m.buffers + other_weight_bytes;
+  for (const PlanUnit& u : units) {
+    if (u.layer < 0) fixed += unit_bytes(u);  // the head always stays resident
+  }
+  uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
+  std::vector<size_t> layers;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (units[u].layer >= 0) layers.push_back(u);
+  }
+  // Most important (highest measured KL) first.
+  std::stable_sort(layers.begin(), layers.end(), [&](size_t a, size_t b) { return units[a].kl_int8 > units[b].kl_int8; });
+  uint64_t all_layers = 0, max_layer = 0;
+  for (size_t u : layers) {
+    all_layers += units[u].weight_bytes;
+    max_layer = std::max(max_layer, units[u].weight_bytes);
+  }
+  const bool fits = all_layers <= room;
+  if (!fits) {
+    // Some layers will be streamed: the streamer's ring (kStreamSlots layer-sized buffers; TQ1_0
+    // and I2_S files need about twice that for the repack) comes out of the room first.
+    m.stream_ring = kStreamSlots * max_layer;
+    room = room > m.stream_ring ? room - m.stream_ring : 0;
+  }
+  const uint64_t resident_cap = room / 5 * 4;
+  uint64_t cum = 0;
+  for (size_t u : layers) {
+    cum += units[u].weight_bytes;
+    if (fits || cum <= resident_cap) {
+      units[u].placement = "resident";
+      m.resident += units[u].weight_bytes;
+    } else if (cum <= room) {
+      units[u].placement = "page_cache";
+      m.page_cache += units[u].weight_bytes;
+    } else {
+      units[u].placement = "streamed";
+      m.streamed += units[u].weight_bytes;
+    }
+  }
+  for (PlanUnit& u : units) {
+    if (u.layer < 0) {
+      u.placement = "resident";
+      m.resident += unit_bytes(u);
+    }
+  }
+  m.resident += other_weight_bytes;
+}
 
 // One planning pass with the KV cache type `kv` and, when `head` is set, the head fixed to that
 // requantized type with quantized activations (otherwise the head is a unit like the layers).
@@ -607,74 +689,24 @@ bool PlanOnce(const ModelConfig& c, uint64_t other_weight_bytes, const PlanCandi
   }
   plan->pred_tok_s = ms_plan > 0 ? 1000.0 / ms_plan : 0;
   plan->pred_tok_s_int8 = ms_i8 > 0 ? 1000.0 / ms_i8 : 0;
-
-  // Memory (estimates of what a context of key.n_ctx with batch 512 allocates).
-  PlanMemory& m = plan->memory;
-  m = PlanMemory();
-  m.budget = plan->key.mem_budget != 0 ? plan->key.mem_budget : MachineAvailableBytes();
-  const uint64_t n_ctx = static_cast<uint64_t>(plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096));
-  const uint64_t kv_dim = static_cast<uint64_t>(c.n_head_kv) * static_cast<uint64_t>(c.head_dim);
-  if (kv.bytes > 0) {
-    m.kv = kv.bytes;
-  } else {
-    KvType kvt = KvType::kF16;
-    if (!ParseKvType(kv.type, &kvt)) kvt = KvType::kF16;
-    m.kv = static_cast<uint64_t>(KvCache::Bytes(kvt, kvt, c.n_layer, static_cast<int>(n_ctx), static_cast<int>(kv_dim)));
-  }
-  const uint64_t nb = std::min<uint64_t>(512, n_ctx);
-  const uint64_t E = static_cast<uint64_t>(c.n_embd), F = static_cast<uint64_t>(c.n_ff);
-  const uint64_t qd = static_cast<uint64_t>(c.n_head) * static_cast<uint64_t>(c.head_dim);
-  m.activations = nb * (3 * E + 2 * qd + 2 * kv_dim + 2 * F) * 4 + nb * std::max(E, F) * 4;
-  m.buffers = static_cast<uint64_t>(c.n_vocab) * 4 + nb * E * 4;
-  auto unit_bytes = [&](const PlanUnit& u) { return head != nullptr && u.layer < 0 ? head->bytes : u.weight_bytes; };
-  m.weights = other_weight_bytes;
-  for (const PlanUnit& u : units) m.weights += unit_bytes(u);
-  uint64_t fixed = m.kv + m.activations + m.buffers + other_weight_bytes;
-  for (const PlanUnit& u : units) {
-    if (u.layer < 0) fixed += unit_bytes(u);  // the head always stays resident
-  }
-  const uint64_t room = m.budget > fixed ? m.budget - fixed : 0;
-  const uint64_t resident_cap = room / 5 * 4;
-  std::vector<size_t> layers;
-  for (size_t u = 0; u < units.size(); ++u) {
-    if (units[u].layer >= 0) layers.push_back(u);
-  }
-  // Most important (highest measured KL) first.
-  std::stable_sort(layers.begin(), layers.end(), [&](size_t a, size_t b) { return units[a].kl_int8 > units[b].kl_int8; });
-  uint64_t all_layers = 0;
-  for (size_t u : layers) all_layers += units[u].weight_bytes;
-  const bool fits = all_layers <= room;
-  uint64_t cum = 0;
-  for (size_t u : layers) {
-    cum += units[u].weight_bytes;
-    if (fits || cum <= resident_cap) {
-      units[u].placement = "resident";
-      m.resident += units[u].weight_bytes;
-    } else if (cum <= room) {
-      units[u].placement = "page_cache";
-      m.page_cache += units[u].weight_bytes;
-    } else {
-      units[u].placement = "streamed";
-      m.streamed += units[u].weight_bytes;
-    }
-  }
-  for (PlanUnit& u : units) {
-    if (u.layer < 0) {
-      u.placement = "resident";
-      m.resident += unit_bytes(u);
-    }
-  }
-  m.resident += other_weight_bytes;
+  PlaceUnits(c, other_weight_bytes, kv, head, plan);
   return true;
 }
 
 uint64_t Overflow(const Plan& p) {
   const PlanMemory& m = p.memory;
-  const uint64_t need = m.kv + m.activations + m.buffers + m.weights;
+  const uint64_t need = m.runtime + m.kv + m.activations + m.buffers + m.weights;
   return need > m.budget ? need - m.budget : 0;
 }
 
 }  // namespace
+
+void PlacePlan(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
+  PlanCandidate kv;
+  kv.type = plan->key.kv_type != "auto" ? plan->key.kv_type : plan->kv_type;
+  plan->kv_type = kv.type;
+  PlaceUnits(c, other_weight_bytes, kv, nullptr, plan);
+}
 
 Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan) {
   const ModelConfig& c = model->config();
@@ -717,6 +749,14 @@ Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan) 
 
 void PlanFromProfile(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
   std::vector<PlanCandidate> kvs = plan->kv_candidates;
+  if (plan->key.kv_type != "auto") {
+    // A cache type fixed by the caller (e.g. the context of a plan at load): only that one.
+    std::vector<PlanCandidate> fixed;
+    for (const PlanCandidate& k : kvs) {
+      if (k.type == plan->key.kv_type) fixed.push_back(k);
+    }
+    kvs = fixed;
+  }
   if (kvs.empty()) {
     PlanCandidate pc;
     pc.type = plan->key.kv_type == "auto" ? "f16" : plan->key.kv_type;

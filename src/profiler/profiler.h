@@ -43,6 +43,16 @@ void PlanFromProfile(const ModelConfig& config, uint64_t other_weight_bytes, Pla
 // KV cache in `kv`; memory and placements computed as PlanFromProfile does under plan->key.
 Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan);
 
+// Ring buffers the planner reserves for streamed layers (ContextParams::stream_slots' default).
+inline constexpr uint64_t kStreamSlots = 2;
+
+// The placement half of PlanFromProfile: memory estimates and per-layer placement under
+// key.mem_budget (most sensitive layers resident first; the head always resident; when some
+// layers must be streamed, kStreamSlots x the largest layer is reserved for the ring first).
+// plan->memory.runtime (the process's memory besides the model, measured by the caller; kept)
+// counts against the budget too.
+void PlacePlan(const ModelConfig& config, uint64_t other_weight_bytes, Plan* plan);
+
 // Mean KL(baseline || plan) over the samples with the plan's precisions applied (the model's
 // precisions are restored afterwards). Used to check a plan and for kl_all_fp32.
 Status MeasurePlanKl(Model* model, const ProfileOptions& options, const Plan& plan, double* kl);

@@ -167,9 +167,10 @@ std::string ReportHtml(const Plan& p) {
   o << "<h2>Memory</h2>\n";
   o << MemoryChart(p.memory);
   o << "<p>resident " << Mib(p.memory.resident) << ", page cache " << Mib(p.memory.page_cache) << ", streamed "
-    << Mib(p.memory.streamed)
-    << ". Streamed placement is recorded in the plan only: trine does not stream weights with pread yet; such layers "
-       "are left to the page cache (madvise RANDOM).</p>\n";
+    << Mib(p.memory.streamed) << " (read with pread through a ring of " << Mib(p.memory.stream_ring)
+    << "), runtime " << Mib(p.memory.runtime)
+    << ". Streamed layers are never mapped: each context reads them into its ring, the next one while the current "
+       "one computes.</p>\n";
   o << "<h2>Speed and quality</h2>\n";
   std::vector<std::string> sl = {"all fp32", "all int8", "plan"};
   std::vector<double> pred = {p.pred_tok_s_fp32, p.pred_tok_s_int8, p.pred_tok_s};
@@ -226,7 +227,8 @@ std::string TerminalTable(const Plan& p) {
   }
   o << "\n";
   o << "memory: weights " << Mib(p.memory.weights) << ", KV " << Mib(p.memory.kv) << ", activations "
-    << Mib(p.memory.activations) << ", buffers " << Mib(p.memory.buffers) << " / budget " << Mib(p.memory.budget)
+    << Mib(p.memory.activations) << ", buffers " << Mib(p.memory.buffers) << ", stream ring "
+    << Mib(p.memory.stream_ring) << ", runtime " << Mib(p.memory.runtime) << " / budget " << Mib(p.memory.budget)
     << "\n";
   return o.str();
 }

@@ -180,10 +180,12 @@ Status Context::Create(const Model& model, const ContextParams& params, std::uni
     return InvalidArgument("KV cache for a context of " + std::to_string(p.n_ctx) + " tokens would need " +
                            std::to_string(static_cast<long long>(kv_bytes / (1 << 20))) + " MiB");
   }
+  if (p.stream_slots < 1) return InvalidArgument("stream slots must be >= 1, got " + std::to_string(p.stream_slots));
   TRINE_RETURN_IF_ERROR(ctx->kv_.Allocate(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv, c.head_dim));
   ctx->st_.model = &model;
   ctx->st_.kv = &ctx->kv_;
   ctx->st_.n_threads = p.n_threads;
+  TRINE_RETURN_IF_ERROR(ctx->SyncStreamer());
   *out = std::move(ctx);
   return Status::Ok();
 }
@@ -213,19 +215,50 @@ Status Context::Decode(const int32_t* tokens, int n, bool all_logits) {
   return Status::Ok();
 }
 
+Status Context::SyncStreamer() {
+  const bool want = model_->has_streamed_layers();
+  if (streamer_ && (!want || streamer_->epoch() != model_->placement_epoch())) streamer_.reset();
+  if (want && !streamer_) TRINE_RETURN_IF_ERROR(WeightStreamer::Create(*model_, params_.stream_slots, &streamer_));
+  st_.streamer = streamer_.get();
+  return Status::Ok();
+}
+
+Status ForwardLayer(ForwardState& st, int layer) {
+  const Model& m = *st.model;
+  const LayerWeights* w = &m.layers()[static_cast<size_t>(layer)];
+  const bool streamed = m.placement(layer) == Placement::kStreamed;
+  if (streamed) {
+    if (st.streamer == nullptr || !st.streamer->streams(layer)) {
+      return Status(StatusCode::kInternal,
+                    "layer " + std::to_string(layer) + " is streamed but this forward pass has no streamer for it");
+    }
+    TRINE_RETURN_IF_ERROR(st.streamer->Acquire(layer, &w));
+  }
+  st.w = w;
+  if (m.config().arch != Arch::kLlama) {
+    BitnetLayer(st, layer);
+  } else {
+    LlamaLayer(st, layer);
+  }
+  st.w = nullptr;
+  if (streamed) st.streamer->Release(layer);
+  return Status::Ok();
+}
+
 Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0) {
   const ModelConfig& c = model_->config();
   ForwardState& st = st_;
+  TRINE_RETURN_IF_ERROR(SyncStreamer());
   st.Resize(*model_, n, n_past_);
   const size_t E = static_cast<size_t>(c.n_embd);
 
   for (int t = 0; t < n; ++t) model_->EmbedToken(tokens[t], st.x.data() + static_cast<size_t>(t) * E);
-  const bool bitnet = c.arch != Arch::kLlama;
   for (int l = 0; l < c.n_layer; ++l) {
-    if (bitnet) {
-      BitnetLayer(st, l);
-    } else {
-      LlamaLayer(st, l);
+    Status s = ForwardLayer(st, l);
+    if (!s.ok()) {
+      // The KV cache rows of positions n_past .. n_past+n-1 may be partly written: they stay
+      // beyond n_past, so the next decode overwrites them.
+      return s;
     }
   }
   // Final norm and LM head, for the rows whose logits are wanted.

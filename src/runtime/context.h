@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "model/model.h"
+#include "runtime/weight_streamer.h"
 
 namespace trine {
 
@@ -28,6 +29,9 @@ struct ContextParams {
   int n_threads = 0;  // 0: number of cores
   KvType kv_type = KvType::kF16;        // K cache, and V cache unless kv_type_v is set
   std::optional<KvType> kv_type_v;      // V cache when it differs from K (llama.cpp's -ctv)
+  // Ring buffers of the weight streamer, when the model has streamed layers (>= 1; 2 reads the
+  // next streamed layer while the current one computes).
+  int stream_slots = 2;
 };
 
 // KV cache: K and V for every layer and position, (n_layer, n_ctx, n_head_kv * head_dim), each
@@ -78,6 +82,8 @@ struct ForwardState {
   std::vector<float> hb;    // (n_tokens, F) gate
   std::vector<float> hb2;   // (n_tokens, F) up
   std::vector<uint8_t> act; // quantized activations scratch
+  WeightStreamer* streamer = nullptr;  // for the model's streamed layers (null: none)
+  const LayerWeights* w = nullptr;     // the layer being computed (set by ForwardLayer)
 
   // Sizes every buffer for a batch of n tokens of `model` at position n_past.
   void Resize(const Model& m, int n, int past);
@@ -99,10 +105,14 @@ class Context {
   // Forgets every position >= n (n <= n_past()).
   void Truncate(int n);
   const Model& model() const { return *model_; }
+  // The weight streamer of this context (null when the model streams no layer).
+  const WeightStreamer* streamer() const { return streamer_.get(); }
 
  private:
   Context() = default;
   Status DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0);
+  // (Re)creates the streamer when the model's placements changed since.
+  Status SyncStreamer();
 
   const Model* model_ = nullptr;
   ContextParams params_;
@@ -110,13 +120,19 @@ class Context {
   ForwardState st_;
   std::vector<float> logits_;  // (n_out, n_vocab)
   std::vector<float> final_norm_;
+  std::unique_ptr<WeightStreamer> streamer_;
   int n_vocab_ = 0;
   int n_past_ = 0;
 };
 
-// Per-architecture layer functions (src/model/arch/*.cc): one transformer block over st.
+// Per-architecture layer functions (src/model/arch/*.cc): one transformer block over st, with the
+// weights st.w (the model's layer when null).
 void LlamaLayer(ForwardState& st, int layer);
 void BitnetLayer(ForwardState& st, int layer);
+// One layer of the forward pass: acquires a streamed layer's weights from st.streamer (waiting for
+// its read), runs the architecture's layer function, releases them. Errors: streaming reads, a
+// streamed layer without a streamer.
+Status ForwardLayer(ForwardState& st, int layer);
 
 // Causal attention of the batch's queries over the KV cache (positions 0 .. n_past + t).
 void AttentionOverCache(ForwardState& st, int layer);

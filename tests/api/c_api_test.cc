@@ -260,13 +260,14 @@ TEST(CApi, QuantizedKvCacheTypes) {
   ASSERT_NE(m, nullptr);
   const std::vector<trine_token> ids = Tokenize(m, "Once upon a time, there was a little dog named Max.");
   const int32_t n = static_cast<int32_t>(ids.size());
-  auto last_logits = [&](trine_kv_type k, trine_kv_type v, size_t struct_size) {
+  // v is an int so the test can store a value outside the enum (loading such an enum is UB in C++).
+  auto last_logits = [&](trine_kv_type k, int32_t v, size_t struct_size) {
     trine_context_params cp = trine_context_default_params();
     cp.struct_size = struct_size;
     cp.n_ctx = 64;
     cp.n_threads = 1;
     cp.kv_type = k;
-    cp.kv_type_v = v;
+    std::memcpy(&cp.kv_type_v, &v, sizeof(v));
     trine_context* c = trine_context_create(m, &cp);
     EXPECT_NE(c, nullptr) << trine_last_error();
     std::vector<float> out;
@@ -297,7 +298,7 @@ TEST(CApi, QuantizedKvCacheTypes) {
   // Old layout: kv_type_v is not read (here it holds garbage), V follows kv_type.
   const std::vector<float> q8 = last_logits(TRINE_KV_Q8_0, TRINE_KV_SAME, sizeof(trine_context_params));
   const std::vector<float> q8_old =
-      last_logits(TRINE_KV_Q8_0, static_cast<trine_kv_type>(77), offsetof(trine_context_params, kv_type_v));
+      last_logits(TRINE_KV_Q8_0, 77, offsetof(trine_context_params, kv_type_v));
   EXPECT_EQ(q8, q8_old);
   trine_model_free(m);
 }

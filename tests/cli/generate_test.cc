@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "common/test_util.h"
+#include "gguf/gguf_reader.h"
+#include "model/model_config.h"
+#include "profiler/plan.h"
+#include "profiler/plan_load.h"
 
 namespace trine {
 namespace {
@@ -126,6 +131,83 @@ TEST(Generate, BadInputGivesCleanErrors) {
     EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
     EXPECT_NE(err.find(c.message), std::string::npos) << err;
   }
+}
+
+// Memory plans: --plan FILE (a plan streaming layers 1-3), a budget-only plan (--mem-budget),
+// and their errors; the tokens are those of the plain run, and a one-line summary is printed
+// (in the JSON with --json).
+TEST(Generate, PlansApplyAndKeepTheTokens) {
+  const std::string model = kModel;
+  const std::string base = "generate -m " + model + " -p 'Once upon a time' -n 12 --temp 0 -t 1 -c 64 --json";
+  std::string out, err;
+  ASSERT_EQ(RunTrine(base, &out, &err), 0) << err;
+  const auto want = nlohmann::json::parse(out)["generated_ids"];
+  EXPECT_FALSE(nlohmann::json::parse(out).contains("plan"));
+
+  std::unique_ptr<GgufFile> f;
+  ASSERT_TRUE(GgufFile::Open(model, &f).ok());
+  ModelConfig c;
+  ASSERT_TRUE(LoadModelConfig(*f, &c).ok());
+  profiler::Plan plan;
+  plan.model_hash = profiler::ModelContentHash(*f);
+  plan.key.mem_budget = 1ull << 30;
+  plan.key.n_ctx = 64;
+  ASSERT_TRUE(profiler::PlanWithoutProfile(*f, c, &plan).ok());
+  for (auto& u : plan.units) {
+    if (u.layer >= 1) u.placement = "streamed";
+  }
+  plan.units[0].precision = "fp32";
+  for (const auto& t : plan.units[0].tensors) plan.tensors[t] = "fp32";
+  const std::string plan_path = testing::TempPath("stream-plan.json");
+  ASSERT_TRUE(profiler::WritePlanFile(plan, plan_path).ok());
+  ASSERT_EQ(RunTrine(base + " --plan " + plan_path, &out, &err), 0) << err;
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_NE(j["plan"].get<std::string>().find("1 resident / 0 page cache / 3 streamed"), std::string::npos) << out;
+  EXPECT_NE(j["plan"].get<std::string>().find("plan file"), std::string::npos) << out;
+  EXPECT_EQ(err, "");  // quiet with --json
+  // blk.0 in fp32 may change a token; the streamed layers alone do not (tested bitwise elsewhere).
+  EXPECT_EQ(j["generated_ids"].size(), want.size());
+
+  ASSERT_EQ(RunTrine("generate -m " + model + " -p 'Once upon a time' -n 12 --temp 0 -t 1 -c 64 --mem-budget 1K "
+                     "--no-cache",
+                     &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("plan: layers 0 resident / 0 page cache / 4 streamed"), std::string::npos) << err;
+  ASSERT_EQ(RunTrine(base + " --mem-budget 1K", &out, &err), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["generated_ids"], want);
+
+  EXPECT_EQ(RunTrine(base + " --mem-budget lots", &out, &err), 1);
+  EXPECT_NE(err.find("--mem-budget"), std::string::npos) << err;
+  EXPECT_EQ(RunTrine(base + " --plan /nonexistent/plan.json", &out, &err), 1);
+  EXPECT_NE(err.find("/nonexistent/plan.json"), std::string::npos) << err;
+  EXPECT_EQ(RunTrine(base + " --mem-budget 1K --no-mmap", &out, &err), 1);
+  EXPECT_NE(err.find("memory-mapped"), std::string::npos) << err;
+}
+
+// --auto profiles at load (the profile's own forward passes already stream) and caches the plan;
+// the next run (with or without --auto) reuses it, as does trine profile with the same key.
+TEST(Generate, AutoProfilesOnceThenReusesTheCachedPlan) {
+  const std::string cache = testing::TempPath("xdg-cache");
+  ASSERT_EQ(::setenv("XDG_CACHE_HOME", cache.c_str(), 1), 0);
+  const std::string base = "generate -m " + kModel + " -p 'Once upon a time' -n 4 --temp 0 -t 1 -c 64 --mem-budget 600K";
+  std::string out, err;
+  ASSERT_EQ(RunTrine(base + " --auto", &out, &err), 0) << err;
+  EXPECT_NE(err.find("profiled in"), std::string::npos) << err;
+  EXPECT_NE(err.find("cached at " + cache + "/trine/plans/"), std::string::npos) << err;
+  EXPECT_NE(err.find("4 streamed"), std::string::npos) << err;
+  const std::string first = out;
+  for (const char* extra : {" --auto", ""}) {
+    ASSERT_EQ(RunTrine(base + extra, &out, &err), 0) << err;
+    EXPECT_NE(err.find("plan cache " + cache), std::string::npos) << err;
+    EXPECT_EQ(out, first);
+  }
+  // generate plans for the context's cache type (F16 by default): the same key as --kv-type f16.
+  ASSERT_EQ(RunTrine("profile -m " + kModel + " -t 1 -c 64 --mem-budget 600K --kv-type f16 -q", &out, &err), 0) << err;
+  EXPECT_NE(out.find("plan: plan cache"), std::string::npos) << out;
+  ASSERT_EQ(RunTrine(base + " --no-cache", &out, &err), 0) << err;
+  EXPECT_NE(err.find("budget only"), std::string::npos) << err;
+  ::unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(Generate, InvalidUtf8PromptDoesNotCrash) {

@@ -121,9 +121,26 @@ TEST(Planner, PlacementUnderMemoryBudget) {
       EXPECT_EQ(resident, 0);
       EXPECT_EQ(p.memory.streamed, 4u << 20);
     }
-    if (extra_mib == 2) {
-      EXPECT_EQ(p.units[2].placement, "resident");
+    if (extra_mib == 2) {  // exactly the streamer's ring (2 slots x the largest layer): nothing else fits
+      EXPECT_EQ(resident, 0);
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+      EXPECT_EQ(p.memory.streamed, 4u << 20);
+    }
+    if (extra_mib == 3) {  // ring + 1 MiB: the most sensitive layer in the page cache, the rest streamed
+      EXPECT_EQ(p.units[2].placement, "page_cache");
       EXPECT_EQ(p.memory.page_cache, 1u << 20);
+      EXPECT_EQ(p.memory.streamed, 3u << 20);
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+    }
+    if (extra_mib >= 4) {  // every layer fits: all resident, no ring
+      EXPECT_EQ(resident, 4);
+      EXPECT_EQ(p.memory.stream_ring, 0u);
+    }
+    if (p.memory.streamed > 0) {
+      EXPECT_EQ(p.memory.stream_ring, 2u << 20);
+    }
+    if (extra_mib >= 2) {  // what is planned in memory stays within the budget once the ring fits
+      EXPECT_LE(fixed + p.memory.resident - (1u << 20) + p.memory.page_cache + p.memory.stream_ring, p.memory.budget);
     }
     EXPECT_EQ(p.memory.resident + p.memory.page_cache + p.memory.streamed, p.memory.weights);
   }
@@ -135,6 +152,7 @@ TEST(Planner, PlacementUnderMemoryBudget) {
 Plan WithCandidates(double max_kl, uint64_t budget) {
   Plan p = SyntheticPlan({0.004, 0.001, 0.02, 0.002, 0.0005}, max_kl, budget);
   p.output_file_type = "f16";
+  p.key.kv_type = "auto";  // the planner chooses the cache only when the key leaves it open
   p.kv_candidates = {{"f16", 4u << 20, 0, 0}, {"q8_0", 2u << 20, 0.0001, 0}, {"q4_0", 1u << 20, 0.003, 0}};
   p.output_candidates = {
       {"f16", 1u << 20, 0.0005, 1}, {"q8_0", 1u << 19, 0.0006, 0.5}, {"q4_0", 1u << 18, 0.02, 0.3}};
@@ -465,6 +483,14 @@ TEST(PlanFile, KeyMatching) {
   EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx2", 42, k));
   k = p.key;
   k.max_kl = 0.02;
+  EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx2", 42, k));
+  // A plan that chose its KV cache serves loads running that cache, and only those.
+  p.key.kv_type = "auto";
+  p.kv_type = "q8_0";
+  k = p.key;
+  k.kv_type = "q8_0";
+  EXPECT_TRUE(PlanKeyMatches(p, "abc", "avx2", 42, k));
+  k.kv_type = "f16";
   EXPECT_FALSE(PlanKeyMatches(p, "abc", "avx2", 42, k));
 }
 

@@ -9,7 +9,7 @@ namespace trine {
 
 void BitnetLayer(ForwardState& st, int layer) {
   const ModelConfig& c = st.model->config();
-  const LayerWeights& w = st.model->layers()[static_cast<size_t>(layer)];
+  const LayerWeights& w = st.w != nullptr ? *st.w : st.model->layers()[static_cast<size_t>(layer)];
   const int n = st.n_tokens;
   const int64_t E = c.n_embd, F = c.n_ff;
 

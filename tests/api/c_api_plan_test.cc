@@ -1,0 +1,90 @@
+// The C API's memory plan fields (trine_model_params: mem_budget_bytes, plan_path, auto_plan,
+// no_plan_cache, mlock, plan_n_ctx, plan_n_threads) and trine_model_plan_summary: a budget that
+// streams every layer gives the logits of the plain load; a bad plan file is an error.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "trine/trine.h"
+
+namespace {
+
+const std::string kPlanModel = trine::testing::ModelPath("bitnet-tiny-stories-TQ2_0-f16emb.gguf");
+
+std::vector<float> PromptLogits(trine_model* m) {
+  trine_context_params cp = trine_context_default_params();
+  cp.n_ctx = 64;
+  cp.n_threads = 1;
+  trine_context* ctx = trine_context_create(m, &cp);
+  EXPECT_NE(ctx, nullptr) << trine_last_error();
+  if (ctx == nullptr) return {};
+  const trine_token toks[] = {1, 100, 200, 300, 400};
+  EXPECT_EQ(trine_context_decode(ctx, toks, 5, true), TRINE_OK) << trine_last_error();
+  std::vector<float> out;
+  for (int i = 0; i < 5; ++i) {
+    const float* lg = trine_context_get_logits(ctx, i);
+    out.insert(out.end(), lg, lg + trine_model_n_vocab(m));
+  }
+  trine_context_free(ctx);
+  return out;
+}
+
+TEST(CApiPlan, DefaultsHaveNoPlan) {
+  const trine_model_params mp = trine_model_default_params();
+  EXPECT_EQ(mp.mem_budget_bytes, 0u);
+  EXPECT_EQ(mp.plan_path, nullptr);
+  EXPECT_FALSE(mp.auto_plan);
+  EXPECT_FALSE(mp.no_plan_cache);
+  EXPECT_FALSE(mp.mlock);
+  EXPECT_EQ(mp.plan_n_ctx, 0);
+  EXPECT_EQ(mp.plan_n_threads, 0);
+  trine_model* m = trine_model_load(kPlanModel.c_str(), &mp);
+  ASSERT_NE(m, nullptr) << trine_last_error();
+  EXPECT_STREQ(trine_model_plan_summary(m), "");
+  trine_model_free(m);
+  EXPECT_EQ(trine_model_plan_summary(nullptr), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(CApiPlan, TinyBudgetStreamsEveryLayerWithTheSameLogits) {
+  trine_model_params mp = trine_model_default_params();
+  trine_model* plain = trine_model_load(kPlanModel.c_str(), &mp);
+  ASSERT_NE(plain, nullptr) << trine_last_error();
+  mp.mem_budget_bytes = 1024;  // smaller than anything: all 4 layers streamed
+  mp.no_plan_cache = true;
+  mp.plan_n_ctx = 64;
+  trine_model* planned = trine_model_load(kPlanModel.c_str(), &mp);
+  ASSERT_NE(planned, nullptr) << trine_last_error();
+  const std::string summary = trine_model_plan_summary(planned);
+  EXPECT_NE(summary.find("4 streamed"), std::string::npos) << summary;
+  EXPECT_EQ(PromptLogits(planned), PromptLogits(plain));
+  trine_model_free(planned);
+  trine_model_free(plain);
+}
+
+TEST(CApiPlan, BadPlanArgumentsAreErrors) {
+  trine_model_params mp = trine_model_default_params();
+  mp.plan_path = "/nonexistent/plan.json";
+  EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_IO);
+  EXPECT_NE(std::string(trine_last_error()).find("/nonexistent/plan.json"), std::string::npos);
+  const std::string bad = trine::testing::TempPath("not-a-plan.json");
+  trine::testing::WriteFileBytes(bad, {'{', '}'});
+  mp.plan_path = bad.c_str();
+  EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_INVALID_FILE);
+  mp = trine_model_default_params();
+  mp.plan_n_ctx = -1;
+  EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_INVALID_ARGUMENT);
+  mp = trine_model_default_params();
+  mp.mem_budget_bytes = 1024;
+  mp.use_mmap = false;  // streaming needs the mapping
+  EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_UNSUPPORTED);
+}
+
+}  // namespace
