@@ -1,6 +1,7 @@
 // Ternary repacking to TQ2_0 blocks.
 #include "repack.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/fp16.h"
@@ -56,6 +57,38 @@ Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightV
   dst->type = TypeId::kTQ2_0;
   dst->data = storage->data();
   dst->row_bytes = static_cast<size_t>(nb) * sizeof(BlockTQ2_0);
+  return Status::Ok();
+}
+
+bool WantsTq2x16(Isa isa, TernaryVariant variant) {
+  return isa == Isa::kAvx512 && variant != TernaryVariant::kMulFree;
+}
+
+Status InterleaveTq2x16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
+  if (src.type != TypeId::kTQ2_0 || src.interleave != 0 || src.cols % kQK_K != 0) {
+    return Unsupported("TQ2_0 x16 interleave needs plain TQ2_0 rows");
+  }
+  const int64_t nb = src.cols / kQK_K;
+  const int64_t groups = (src.rows + 15) / 16;
+  const size_t scale_bytes = Tq2x16ScaleBytes(nb);
+  const size_t group_bytes = scale_bytes + static_cast<size_t>(nb) * 1024;
+  storage->assign(static_cast<size_t>(groups) * group_bytes + 64, 0);
+  uint8_t* base = storage->data();
+  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  for (int64_t r = 0; r < src.rows; ++r) {
+    const BlockTQ2_0* row = reinterpret_cast<const BlockTQ2_0*>(src.data + static_cast<size_t>(r) * src.row_bytes);
+    uint8_t* g = base + static_cast<size_t>(r / 16) * group_bytes;
+    const int i = static_cast<int>(r % 16);
+    for (int64_t b = 0; b < nb; ++b) {
+      std::memcpy(g + 32 * b + 2 * i, &row[b].d, 2);
+      uint8_t* codes = g + scale_bytes + static_cast<size_t>(b) * 1024;
+      for (int k = 0; k < 16; ++k) std::memcpy(codes + 64 * k + 4 * i, row[b].qs + 4 * k, 4);
+    }
+  }
+  *dst = src;
+  dst->data = base;
+  dst->interleave = 16;
+  dst->group_bytes = group_bytes;
   return Status::Ok();
 }
 

@@ -56,8 +56,20 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
     b.repacked = true;
   }
+  if (w->type == TypeId::kTQ2_0 && w->cols % kQK_K == 0 && kernels::WantsTq2x16(isa_, variant)) {
+    // The AVX-512 kernel's 16-row interleave; a TQ1_0 / I2_S repack is replaced by it.
+    std::vector<uint8_t> storage;
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveTq2x16(*w, &storage, w));
+    if (b.repacked) {
+      repacked_.back().swap(storage);
+    } else {
+      repacked_.push_back(std::move(storage));
+    }
+    b.repacked = true;
+  }
   std::string kname;
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
+  if (w->interleave == 16) kname += ", 16-row interleave";
   b.kernel = b.repacked ? std::string(TypeName(file_type)) + " -> " + kname : kname;
   bindings_.push_back(std::move(b));
   views_.emplace_back(name, w);

@@ -2,6 +2,8 @@
 // (double sum of squares in RMSNorm, theta by repeated multiplication in RoPE).
 #include "model/ops.h"
 
+#include <omp.h>
+
 #include <cmath>
 
 namespace trine::ops {
@@ -27,14 +29,19 @@ void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens
   for (int t = 0; t < n_tokens; ++t) {
     kernels::QuantizeActivationsFor(w, x + static_cast<int64_t>(t) * w.cols, a + act_bytes * static_cast<size_t>(t));
   }
-  // Rows in chunks; each output element is computed by exactly one thread.
+  // One contiguous range of 16-row chunks per thread, one kernel call each (the kernels gather
+  // per-call activation data once); each output element is computed by exactly one thread, and a
+  // row's value does not depend on the range it falls in.
   const int64_t chunk = 16;
   const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int64_t c = 0; c < n_chunks; ++c) {
-    const int64_t r0 = c * chunk;
-    const int64_t r1 = r0 + chunk < w.rows ? r0 + chunk : w.rows;
-    (w.gemm ? w.gemm : kernels::GemmRef)(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
+  const kernels::GemmFn gemm = w.gemm ? w.gemm : kernels::GemmRef;
+#pragma omp parallel num_threads(n_threads)
+  {
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t c0 = n_chunks * id / nt, c1 = n_chunks * (id + 1) / nt;
+    const int64_t r0 = c0 * chunk;
+    const int64_t r1 = c1 * chunk < w.rows ? c1 * chunk : w.rows;
+    if (r0 < r1) gemm(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
   }
 }
 
