@@ -10,6 +10,18 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
                    float scale, float* out);
 #endif
 
+#if defined(TRINE_HAVE_AVX512)
+void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n);
+#endif
+
+SwiGluVecFn SelectSwiGluVec(Isa isa) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return SwiGluVecAvx512;
+#endif
+  (void)isa;
+  return nullptr;
+}
+
 AttnF16Fn SelectAttnF16(Isa isa) {
 #if defined(TRINE_HAVE_AVX512)
   if (isa == Isa::kAvx512) return AttnF16Avx512;

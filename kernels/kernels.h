@@ -52,4 +52,9 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
 // The fp16-cache attention kernel of `isa` (AttnF16Ref when it has none).
 AttnF16Fn SelectAttnF16(Isa isa);
 
+// SwiGLU over n values (a multiple of 16) with ops::SwiGlu's exact numerics (its ExpfPoly part):
+// out = gate / (1 + e^-gate) * up. Null where the ISA has none (ops::SwiGlu's scalar loop runs).
+using SwiGluVecFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+SwiGluVecFn SelectSwiGluVec(Isa isa);
+
 }  // namespace trine::kernels
