@@ -63,6 +63,7 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // of the first split
   uint64_t file_size() const;                             // all splits together
+  bool is_mmapped() const;  // every split is mapped (tensor data are file pages, not a heap copy)
   int n_splits() const { return static_cast<int>(files_.size()); }
   const std::string& architecture() const { return architecture_; }  // "" when absent
 

@@ -1,6 +1,9 @@
 // Model loading: validation (ModelConfig, Vocab), then weight binding by tensor name.
 #include "model/model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "repack.h"
@@ -51,6 +54,8 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
   KernelBinding b;
   b.tensor = name;
   const TypeId file_type = w->type;
+  const uint8_t* file_data = w->data;
+  const size_t file_bytes = static_cast<size_t>(w->rows) * w->row_bytes;
   if (kernels::NeedsTernaryRepack(*w) && w->cols % kQK_K == 0) {
     repacked_.emplace_back();
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
@@ -66,6 +71,14 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
       repacked_.push_back(std::move(storage));
     }
     b.repacked = true;
+  }
+  if (b.repacked && file_ && file_->is_mmapped()) {
+    // The kernels read the repacked copy only: drop the file pages the repack faulted in, so
+    // they do not stay resident next to it (a later read faults them back from the file).
+    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(file_data) + page - 1) / page * page;
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(file_data) + file_bytes) / page * page;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
   }
   std::string kname;
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
