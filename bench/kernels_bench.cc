@@ -52,7 +52,7 @@ struct Variant {
   TernaryVariant variant;
   bool head_type;  // used for the output matrix in the reference model files (ternary: measured
                    // there too, as the memory-bound case of a matrix that does not fit the caches)
-  bool x16 = false;  // the TQ2_0 x16 interleaved layout (WeightView::interleave), where the ISA uses it
+  bool x16 = false;  // the x16 interleaved layout (WeightView::interleave), where the ISA uses it
 };
 
 const Variant kVariants[] = {
@@ -60,6 +60,7 @@ const Variant kVariants[] = {
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
+    {"q4_0_x16", TypeId::kQ4_0, TernaryVariant::kDefault, true, true},
     {"q8_0", TypeId::kQ8_0, TernaryVariant::kDefault, true},
     {"q4_K", TypeId::kQ4_K, TernaryVariant::kDefault, false},
     {"q6_K", TypeId::kQ6_K, TernaryVariant::kDefault, true},
@@ -121,7 +122,7 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens)
   w.data = wc.data.data();
   w.row_bytes = wc.row_bytes;
   std::vector<uint8_t> interleaved;
-  if (v.x16 && !trine::kernels::InterleaveTq2x16(w, &interleaved, &w).ok()) {
+  if (v.x16 && !trine::kernels::InterleaveX16(w, &interleaved, &w).ok()) {
     state.SkipWithError("interleave failed");
     return;
   }
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
           if (isa == Isa::kRef && n_tokens > 1 && s.rows > 640) continue;
           if (isa == Isa::kRef && s.output) continue;
           if (!trine::kernels::IsaSupported(isa) && isa != Isa::kRef) continue;
-          if (v.x16 && !trine::kernels::WantsTq2x16(isa, v.variant)) continue;
+          if (v.x16 && !trine::kernels::WantsX16(v.type, isa, v.variant)) continue;
           // A variant this ISA lacks falls back to another kernel: measured under that one's name.
           if (v.variant == TernaryVariant::kMulFree &&
               trine::kernels::SelectGemm(v.type, isa, v.variant, nullptr) ==

@@ -60,29 +60,37 @@ Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightV
   return Status::Ok();
 }
 
-bool WantsTq2x16(Isa isa, TernaryVariant variant) {
-  return isa == Isa::kAvx512 && variant != TernaryVariant::kMulFree;
+bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
+  if (isa != Isa::kAvx512) return false;
+  if (type == TypeId::kQ4_0) return true;
+  return type == TypeId::kTQ2_0 && variant != TernaryVariant::kMulFree;  // TQ1_0 / I2_S: once repacked
 }
 
-Status InterleaveTq2x16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
-  if (src.type != TypeId::kTQ2_0 || src.interleave != 0 || src.cols % kQK_K != 0) {
-    return Unsupported("TQ2_0 x16 interleave needs plain TQ2_0 rows");
+Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
+  const int64_t be = X16BlockElems(src.type);
+  if (be == 0 || src.interleave != 0 || src.cols % be != 0) {
+    return Unsupported("x16 interleave needs plain TQ2_0 or Q4_0 rows");
   }
-  const int64_t nb = src.cols / kQK_K;
+  const bool q4 = src.type == TypeId::kQ4_0;
+  const size_t block_bytes = q4 ? sizeof(BlockQ4_0) : sizeof(BlockTQ2_0);
+  const size_t d_off = q4 ? 0 : kQK_K / 4, qs_off = q4 ? 2 : 0, qs_bytes = q4 ? kQK4_0 / 2 : kQK_K / 4;
+  const size_t lines = qs_bytes / 4;
+  const int64_t nb = src.cols / be;
   const int64_t groups = (src.rows + 15) / 16;
-  const size_t scale_bytes = Tq2x16ScaleBytes(nb);
-  const size_t group_bytes = scale_bytes + static_cast<size_t>(nb) * 1024;
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  const size_t group_bytes = scale_bytes + static_cast<size_t>(nb) * lines * 64;
   storage->assign(static_cast<size_t>(groups) * group_bytes + 64, 0);
   uint8_t* base = storage->data();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
   for (int64_t r = 0; r < src.rows; ++r) {
-    const BlockTQ2_0* row = reinterpret_cast<const BlockTQ2_0*>(src.data + static_cast<size_t>(r) * src.row_bytes);
+    const uint8_t* row = src.data + static_cast<size_t>(r) * src.row_bytes;
     uint8_t* g = base + static_cast<size_t>(r / 16) * group_bytes;
     const int i = static_cast<int>(r % 16);
     for (int64_t b = 0; b < nb; ++b) {
-      std::memcpy(g + 32 * b + 2 * i, &row[b].d, 2);
-      uint8_t* codes = g + scale_bytes + static_cast<size_t>(b) * 1024;
-      for (int k = 0; k < 16; ++k) std::memcpy(codes + 64 * k + 4 * i, row[b].qs + 4 * k, 4);
+      const uint8_t* blk = row + static_cast<size_t>(b) * block_bytes;
+      std::memcpy(g + 32 * b + 2 * i, blk + d_off, 2);
+      uint8_t* codes = g + scale_bytes + static_cast<size_t>(b) * lines * 64;
+      for (size_t k = 0; k < lines; ++k) std::memcpy(codes + 64 * k + 4 * i, blk + qs_off + 4 * k, 4);
     }
   }
   *dst = src;

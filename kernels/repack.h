@@ -20,12 +20,12 @@ bool NeedsTernaryRepack(const WeightView& w);
 // kUnsupported for I2_S rows that are not a multiple of 256 elements.
 Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
 
-// True when the kernel `isa` / `variant` selects for TQ2_0 reads the 16-row interleaved layout
-// (WeightView::interleave = 16): AVX-512's int8-dot kernel.
-bool WantsTq2x16(Isa isa, TernaryVariant variant);
+// True when the kernel `isa` / `variant` selects for `type` reads the 16-row interleaved layout
+// (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot and Q4_0 kernels.
+bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 
-// Writes the TQ2_0 x16 interleaved form (WeightView::interleave) of the TQ2_0 weight `src` into
+// Writes the x16 interleaved form (WeightView::interleave) of the TQ2_0 or Q4_0 weight `src` into
 // *storage (64-byte aligned inside it) and points *dst at it.
-Status InterleaveTq2x16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
 
 }  // namespace trine::kernels

@@ -220,16 +220,40 @@ void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
   }
 }
 
+namespace {
+
+// Where the fp16 scale and the quant bytes sit in a block of a type with an x16 layout.
+struct X16Format {
+  size_t block_bytes, d_off, qs_off, qs_bytes;
+};
+
+X16Format X16FormatOf(TypeId type) {
+  if (type == TypeId::kQ4_0) return {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2};
+  return {sizeof(BlockTQ2_0), kQK_K / 4, 0, kQK_K / 4};  // TQ2_0
+}
+
+}  // namespace
+
+int64_t X16BlockElems(TypeId type) {
+  if (type == TypeId::kTQ2_0) return kQK_K;
+  if (type == TypeId::kQ4_0) return kQK4_0;
+  return 0;
+}
+
 const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch) {
   if (w.interleave != 16) return w.data + static_cast<size_t>(r) * w.row_bytes;
-  const int64_t nb = w.cols / kQK_K;
+  const X16Format f = X16FormatOf(w.type);
+  const int64_t nb = w.cols / X16BlockElems(w.type);
   const uint8_t* g = w.data + static_cast<size_t>(r / 16) * w.group_bytes;
   const int i = static_cast<int>(r % 16);
-  const uint8_t* codes = g + Tq2x16ScaleBytes(nb);
-  BlockTQ2_0* out = reinterpret_cast<BlockTQ2_0*>(scratch);
+  const uint8_t* codes = g + X16ScaleBytes(nb);
+  const size_t lines = f.qs_bytes / 4;
   for (int64_t b = 0; b < nb; ++b) {
-    for (int k = 0; k < 16; ++k) std::memcpy(out[b].qs + 4 * k, codes + (b * 16 + k) * 64 + 4 * i, 4);
-    std::memcpy(&out[b].d, g + 32 * b + 2 * i, 2);
+    uint8_t* out = scratch + static_cast<size_t>(b) * f.block_bytes;
+    for (size_t k = 0; k < lines; ++k) {
+      std::memcpy(out + f.qs_off + 4 * k, codes + (static_cast<size_t>(b) * lines + k) * 64 + 4 * i, 4);
+    }
+    std::memcpy(out + f.d_off, g + 32 * b + 2 * i, 2);
   }
   return scratch;
 }

@@ -61,10 +61,11 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_.back(), w));
     b.repacked = true;
   }
-  if (w->type == TypeId::kTQ2_0 && w->cols % kQK_K == 0 && kernels::WantsTq2x16(isa_, variant)) {
-    // The AVX-512 kernel's 16-row interleave; a TQ1_0 / I2_S repack is replaced by it.
+  if (kernels::WantsX16(w->type, isa_, variant) && kernels::X16BlockElems(w->type) > 0 &&
+      w->cols % kernels::X16BlockElems(w->type) == 0) {
+    // The AVX-512 kernels' 16-row interleave (TQ2_0, Q4_0); a TQ1_0 / I2_S repack is replaced by it.
     std::vector<uint8_t> storage;
-    TRINE_RETURN_IF_ERROR(kernels::InterleaveTq2x16(*w, &storage, w));
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &storage, w));
     if (b.repacked) {
       repacked_.back().swap(storage);
     } else {

@@ -55,7 +55,7 @@ class KernelConformance : public ::testing::TestWithParam<std::tuple<Isa, Case>>
 TEST_P(KernelConformance, MatchesReference) {
   const auto [isa, c] = GetParam();
   if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
-  if (c.x16 && !WantsTq2x16(isa, c.variant)) GTEST_SKIP() << IsaName(isa) << " does not use the x16 layout";
+  if (c.x16 && !WantsX16(TypeId::kTQ2_0, isa, c.variant)) GTEST_SKIP() << IsaName(isa) << " does not use the x16 layout";
   std::mt19937 rng(1234);
   for (const Shape& s : kShapes) {
     for (bool edge : {false, true}) {
@@ -86,7 +86,7 @@ TEST_P(KernelConformance, MatchesReference) {
       const WeightView plain = w;
       std::vector<uint8_t> interleaved;
       if (c.x16) {
-        ASSERT_TRUE(InterleaveTq2x16(plain, &interleaved, &w).ok());
+        ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
         ASSERT_EQ(w.interleave, 16);
         ASSERT_EQ(reinterpret_cast<uintptr_t>(w.data) % 64, 0u);
         // RowData gives back every row exactly.

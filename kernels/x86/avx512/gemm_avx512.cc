@@ -119,7 +119,7 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i 
 template <int T>
 inline void Tq2X16Group(const WeightView& w, const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq,
                         size_t act_stride, int t0, const ActSums& sums, __m512 out[T]) {
-  const size_t scale_bytes = Tq2x16ScaleBytes(nb);
+  const size_t scale_bytes = X16ScaleBytes(nb);
   const uint8_t* codes = g + scale_bytes;
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
