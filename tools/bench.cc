@@ -149,10 +149,8 @@ ModelInfo Describe(const Model& m, const std::string& path) {
   info.isa = kernels::IsaName(m.isa());
   // What the forward pass reads: the bound weight views (repacked copies where the loader made
   // them) and the fp32 norm vectors.
-  auto view_bytes = [](const kernels::WeightView& w) {
-    if (w.interleave > 0) return static_cast<uint64_t>((w.rows + w.interleave - 1) / w.interleave) * w.group_bytes;
-    return static_cast<uint64_t>(w.rows) * w.row_bytes;
-  };
+  // (The x16 interleave adds only alignment padding, not counted.)
+  auto view_bytes = [](const kernels::WeightView& w) { return static_cast<uint64_t>(w.rows) * w.row_bytes; };
   uint64_t resident = view_bytes(m.output()) + (m.output_norm().size() + m.rope_freqs().size()) * sizeof(float);
   for (const auto& l : m.layers()) {
     for (const auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) resident += view_bytes(*w);

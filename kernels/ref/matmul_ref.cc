@@ -181,6 +181,22 @@ size_t ActivationBytes(TypeId t, int64_t cols) {
   }
 }
 
+int64_t ActivationBlockElems(const WeightView& w) {
+  if (w.f32_activations) return 0;
+  switch (w.type) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kQ4_K:
+    case TypeId::kQ6_K:
+      return kQK_K;
+    case TypeId::kQ4_0:
+    case TypeId::kQ8_0:
+      return kQK8_0;
+    default:
+      return 0;
+  }
+}
+
 void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
   switch (t) {
     case TypeId::kTQ1_0:

@@ -57,6 +57,10 @@ const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch);
 size_t ActivationBytesFor(const WeightView& w);
 void QuantizeActivationsFor(const WeightView& w, const float* x, void* dst);
 
+// Elements per independently quantized activation block for `w` (Q8_K: 256, Q8_0: 32), or 0 when
+// the vector is quantized as a whole (I2_S) or not block-wise: a block range of a vector can be
+// quantized on its own (QuantizeActivations on the sub-range) with the same bytes.
+int64_t ActivationBlockElems(const WeightView& w);
 // Bytes QuantizeActivations writes for one input vector of `cols` elements.
 size_t ActivationBytes(TypeId weight_type, int64_t cols);
 // Quantizes one input vector for dot products with rows of `weight_type`.

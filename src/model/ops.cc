@@ -24,27 +24,10 @@ void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, 
 
 void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
             int n_threads, float scale) {
-  const size_t act_bytes = kernels::ActivationBytesFor(w);
-  if (act->size() < act_bytes * static_cast<size_t>(n_tokens)) act->resize(act_bytes * static_cast<size_t>(n_tokens));
-  uint8_t* a = act->data();
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int t = 0; t < n_tokens; ++t) {
-    kernels::QuantizeActivationsFor(w, x + static_cast<int64_t>(t) * w.cols, a + act_bytes * static_cast<size_t>(t));
-  }
-  // One contiguous range of 16-row chunks per thread, one kernel call each (the kernels gather
-  // per-call activation data once); each output element is computed by exactly one thread, and a
-  // row's value does not depend on the range it falls in.
-  const int64_t chunk = 16;
-  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
-  const kernels::GemmFn gemm = w.gemm ? w.gemm : kernels::GemmRef;
-#pragma omp parallel num_threads(n_threads)
-  {
-    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t c0 = n_chunks * id / nt, c1 = n_chunks * (id + 1) / nt;
-    const int64_t r0 = c0 * chunk;
-    const int64_t r1 = c1 * chunk < w.rows ? c1 * chunk : w.rows;
-    if (r0 < r1) gemm(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
-  }
+  const kernels::WeightView* ws[] = {&w};
+  float* const ys[] = {y};
+  const float scales[] = {scale};
+  MatMulShared(ws, ys, scales, 1, x, n_tokens, act, n_threads);
 }
 
 void MatMulShared(const kernels::WeightView* const* ws, float* const* ys, const float* scales, int n_mats,
@@ -62,14 +45,30 @@ void MatMulShared(const kernels::WeightView* const* ws, float* const* ys, const 
   const size_t act_bytes = kernels::ActivationBytesFor(w0);
   if (act->size() < act_bytes * static_cast<size_t>(n_tokens)) act->resize(act_bytes * static_cast<size_t>(n_tokens));
   uint8_t* a = act->data();
+  const int64_t be = kernels::ActivationBlockElems(w0);
+  const size_t block_bytes = be > 0 ? kernels::ActivationBytes(w0.type, be) : 0;
 #pragma omp parallel num_threads(n_threads)
   {
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    if (be > 0) {
+      // Block-wise formats: each thread quantizes its range of blocks of every token (the bytes do
+      // not depend on the split), so decode's single vector is quantized in parallel too.
+      const int64_t nb = w0.cols / be, b0 = nb * id / nt, b1 = nb * (id + 1) / nt;
+      for (int t = 0; t < n_tokens && b0 < b1; ++t) {
+        kernels::QuantizeActivations(w0.type, x + static_cast<int64_t>(t) * w0.cols + b0 * be, (b1 - b0) * be,
+                                     a + act_bytes * static_cast<size_t>(t) + static_cast<size_t>(b0) * block_bytes);
+      }
+#pragma omp barrier
+    } else {
 #pragma omp for schedule(static)
-    for (int t = 0; t < n_tokens; ++t) {
-      kernels::QuantizeActivationsFor(w0, x + static_cast<int64_t>(t) * w0.cols, a + act_bytes * static_cast<size_t>(t));
+      for (int t = 0; t < n_tokens; ++t) {
+        kernels::QuantizeActivationsFor(w0, x + static_cast<int64_t>(t) * w0.cols,
+                                        a + act_bytes * static_cast<size_t>(t));
+      }
     }
-    // As MatMul, per matrix: one contiguous range of 16-row chunks per thread.
+    // One contiguous range of 16-row chunks per thread and matrix, one kernel call each (the
+    // kernels gather per-call activation data once); each output element is computed by exactly
+    // one thread, and a row's value does not depend on the range it falls in.
     for (int m = 0; m < n_mats; ++m) {
       const kernels::WeightView& w = *ws[m];
       const int64_t n_chunks = (w.rows + 15) / 16;
