@@ -1,13 +1,13 @@
 // Kernel throughput: every GemmFn variant x ISA level x real projection shapes (BitNet b1.58 2B4T
-// and Llama-3.2-1B), decode (1 token) and prefill (128 tokens), single-threaded and called in the
-// runtime's 16-row chunks (src/model/ops.cc MatMul). Counters: GB/s of weight bytes read (decode is
+// and Llama-3.2-1B), decode (1 token) and prefill (128 tokens), single-threaded, one call over all
+// rows (src/model/ops.cc MatMul makes one call per thread). Counters: GB/s of weight bytes read (decode is
 // bandwidth-bound) and GOPS (2 x rows x cols x tokens per second), both per CPU second (the
 // machines are shared: CPU time is steadier than wall time for a single-threaded loop).
 // Activations are quantized once, outside the timed loop, as the runtime does per matmul input.
 //
 // Run: ./build/bench/kernels_bench --benchmark_counters_tabular=true [--benchmark_filter=q6_K]
 //      [--benchmark_out=k.json --benchmark_out_format=json]
-// Name: gemm/<weight type>[_mulfree]/<isa>/<model>.<tensor>/t<tokens>. The weights of one matrix
+// Name: gemm/<weight type>[_mulfree|_x16]/<isa>/<model>.<tensor>/t<tokens>. The weights of one matrix
 // are rebuilt only when the type or shape changes (the LM head is ~0.3 GB).
 #include <benchmark/benchmark.h>
 
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "repack.h"
 #include "tensor/dtype.h"
 
 namespace {
@@ -40,19 +41,26 @@ const Shape kShapes[] = {
     {"bitnet2b.output", 128256, 2560, true},   {"llama1b.attn_q", 2048, 2048, false},
     {"llama1b.attn_kv", 512, 2048, false},     {"llama1b.ffn_up", 8192, 2048, false},
     {"llama1b.ffn_down", 2048, 8192, false},   {"llama1b.output", 128256, 2048, true},
+    // Larger than this VM's L3 for every head type: the DRAM-bound decode case (what a whole model's
+    // weights are per token). 1.5M x 2560 is 1 GB in TQ2_0, 3.2 GB in Q6_K.
+    {"dram.1g", 1536000, 2560, true},
 };
 
 struct Variant {
   const char* name;
   TypeId type;
   TernaryVariant variant;
-  bool head_type;  // used for the output matrix in the reference model files
+  bool head_type;  // used for the output matrix in the reference model files (ternary: measured
+                   // there too, as the memory-bound case of a matrix that does not fit the caches)
+  bool x16 = false;  // the x16 interleaved layout (WeightView::interleave), where the ISA uses it
 };
 
 const Variant kVariants[] = {
-    {"tq2_0", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false},
+    {"tq2_0", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true},
+    {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
+    {"q4_0_x16", TypeId::kQ4_0, TernaryVariant::kDefault, true, true},
     {"q8_0", TypeId::kQ8_0, TernaryVariant::kDefault, true},
     {"q4_K", TypeId::kQ4_K, TernaryVariant::kDefault, false},
     {"q6_K", TypeId::kQ6_K, TernaryVariant::kDefault, true},
@@ -113,6 +121,11 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens)
   w.cols = s.cols;
   w.data = wc.data.data();
   w.row_bytes = wc.row_bytes;
+  std::vector<uint8_t> interleaved;
+  if (v.x16 && !trine::kernels::InterleaveX16(w, &interleaved, &w).ok()) {
+    state.SkipWithError("interleave failed");
+    return;
+  }
   std::string kname;
   const trine::kernels::GemmFn fn = trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
 
@@ -126,11 +139,8 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens)
     trine::kernels::QuantizeActivations(v.type, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
   }
   std::vector<float> y(static_cast<size_t>(s.rows) * static_cast<size_t>(n_tokens));
-  constexpr int64_t kChunk = 16;  // as ops::MatMul
   for (auto _ : state) {
-    for (int64_t r = 0; r < s.rows; r += kChunk) {
-      fn(w, xq.data(), act, n_tokens, y.data(), s.rows, r, r + kChunk < s.rows ? r + kChunk : s.rows, 1.0f);
-    }
+    fn(w, xq.data(), act, n_tokens, y.data(), s.rows, 0, s.rows, 1.0f);  // one call per thread, as ops::MatMul
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -160,6 +170,7 @@ int main(int argc, char** argv) {
           if (isa == Isa::kRef && n_tokens > 1 && s.rows > 640) continue;
           if (isa == Isa::kRef && s.output) continue;
           if (!trine::kernels::IsaSupported(isa) && isa != Isa::kRef) continue;
+          if (v.x16 && !trine::kernels::WantsX16(v.type, isa, v.variant)) continue;
           // A variant this ISA lacks falls back to another kernel: measured under that one's name.
           if (v.variant == TernaryVariant::kMulFree &&
               trine::kernels::SelectGemm(v.type, isa, v.variant, nullptr) ==

@@ -14,6 +14,18 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
 void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
 #endif
 
+#if defined(TRINE_HAVE_AVX512)
+void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n);
+#endif
+
+SwiGluVecFn SelectSwiGluVec(Isa isa) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return SwiGluVecAvx512;
+#endif
+  (void)isa;
+  return nullptr;
+}
+
 AttnF16Fn SelectAttnF16(Isa isa) {
 #if defined(TRINE_HAVE_AVX512)
   if (isa == Isa::kAvx512) return AttnF16Avx512;

@@ -54,4 +54,9 @@ AttnF16Fn SelectAttnF16(Isa isa);
 // The attention kernel over F16 / Q8_0 / Q4_0 K and V rows of `isa` (AttnRef when it has none).
 AttnFn SelectAttn(Isa isa);
 
+// SwiGLU over n values (a multiple of 16) with ops::SwiGlu's exact numerics (its ExpfPoly part):
+// out = gate / (1 + e^-gate) * up. Null where the ISA has none (ops::SwiGlu's scalar loop runs).
+using SwiGluVecFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+SwiGluVecFn SelectSwiGluVec(Isa isa);
+
 }  // namespace trine::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels.h"
 #include "ref/matmul_ref.h"
 
 namespace trine::kernels {
@@ -18,5 +19,13 @@ bool NeedsTernaryRepack(const WeightView& w);
 // Writes the TQ2_0 form of `src` into *storage and points *dst at it (type kTQ2_0). Fails with
 // kUnsupported for I2_S rows that are not a multiple of 256 elements.
 Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+
+// True when the kernel `isa` / `variant` selects for `type` reads the 16-row interleaved layout
+// (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot and Q4_0 kernels.
+bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
+
+// Writes the x16 interleaved form (WeightView::interleave) of the TQ2_0 or Q4_0 weight `src` into
+// *storage (64-byte aligned inside it) and points *dst at it.
+Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
 
 }  // namespace trine::kernels

@@ -149,6 +149,7 @@ ModelInfo Describe(const Model& m, const std::string& path) {
   info.isa = kernels::IsaName(m.isa());
   // What the forward pass reads: the bound weight views (repacked copies where the loader made
   // them) and the fp32 norm vectors.
+  // (The x16 interleave adds only alignment padding, not counted.)
   auto view_bytes = [](const kernels::WeightView& w) { return static_cast<uint64_t>(w.rows) * w.row_bytes; };
   uint64_t resident = view_bytes(m.output()) + (m.output_norm().size() + m.rope_freqs().size()) * sizeof(float);
   for (const auto& l : m.layers()) {

@@ -181,6 +181,22 @@ size_t ActivationBytes(TypeId t, int64_t cols) {
   }
 }
 
+int64_t ActivationBlockElems(const WeightView& w) {
+  if (w.f32_activations) return 0;
+  switch (w.type) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kQ4_K:
+    case TypeId::kQ6_K:
+      return kQK_K;
+    case TypeId::kQ4_0:
+    case TypeId::kQ8_0:
+      return kQK8_0;
+    default:
+      return 0;
+  }
+}
+
 void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
   switch (t) {
     case TypeId::kTQ1_0:
@@ -220,8 +236,47 @@ void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
   }
 }
 
+namespace {
+
+// Where the fp16 scale and the quant bytes sit in a block of a type with an x16 layout.
+struct X16Format {
+  size_t block_bytes, d_off, qs_off, qs_bytes;
+};
+
+X16Format X16FormatOf(TypeId type) {
+  if (type == TypeId::kQ4_0) return {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2};
+  return {sizeof(BlockTQ2_0), kQK_K / 4, 0, kQK_K / 4};  // TQ2_0
+}
+
+}  // namespace
+
+int64_t X16BlockElems(TypeId type) {
+  if (type == TypeId::kTQ2_0) return kQK_K;
+  if (type == TypeId::kQ4_0) return kQK4_0;
+  return 0;
+}
+
+const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch) {
+  if (w.interleave != 16) return w.data + static_cast<size_t>(r) * w.row_bytes;
+  const X16Format f = X16FormatOf(w.type);
+  const int64_t nb = w.cols / X16BlockElems(w.type);
+  const uint8_t* g = w.data + static_cast<size_t>(r / 16) * w.group_bytes;
+  const int i = static_cast<int>(r % 16);
+  const uint8_t* codes = g + X16ScaleBytes(nb);
+  const size_t lines = f.qs_bytes / 4;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* out = scratch + static_cast<size_t>(b) * f.block_bytes;
+    for (size_t k = 0; k < lines; ++k) {
+      std::memcpy(out + f.qs_off + 4 * k, codes + (static_cast<size_t>(b) * lines + k) * 64 + 4 * i, 4);
+    }
+    std::memcpy(out + f.d_off, g + 32 * b + 2 * i, 2);
+  }
+  return scratch;
+}
+
 float DotRowRef(const WeightView& w, int64_t r, const void* xq) {
-  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+  std::vector<uint8_t> scratch(w.interleave ? w.row_bytes : 0);
+  const uint8_t* row = RowData(w, r, scratch.data());
   const int64_t n = w.cols;
   switch (w.type) {
     case TypeId::kTQ2_0:
@@ -268,9 +323,8 @@ float DotRowRef(const WeightView& w, int64_t r, const void* xq) {
 
 namespace {
 
-// Unpacks a TQ1_0/TQ2_0 row to codes c in {0, 1, 2}, in activation order.
-void UnpackTernaryCodes(const WeightView& w, int64_t r, int8_t* codes) {
-  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+// Unpacks a TQ1_0/TQ2_0 row (from RowData) to codes c in {0, 1, 2, 3}, in activation order.
+void UnpackTernaryCodes(const WeightView& w, const uint8_t* row, int8_t* codes) {
   const int64_t nb = w.cols / kQK_K;
   if (w.type == TypeId::kTQ2_0) {
     const BlockTQ2_0* b = reinterpret_cast<const BlockTQ2_0*>(row);
@@ -301,8 +355,7 @@ void UnpackTernaryCodes(const WeightView& w, int64_t r, int8_t* codes) {
   }
 }
 
-float TernaryScale(const WeightView& w, int64_t r, int64_t b) {
-  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+float TernaryScale(const WeightView& w, const uint8_t* row, int64_t b) {
   const size_t bb = GetTypeTraits(w.type).block_bytes;
   uint16_t d;
   std::memcpy(&d, row + (b + 1) * bb - 2, 2);
@@ -316,9 +369,11 @@ void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
   const int64_t n = w.cols;
   if (w.type == TypeId::kTQ1_0 || w.type == TypeId::kTQ2_0) {
     std::vector<int8_t> codes(static_cast<size_t>(n));
+    std::vector<uint8_t> scratch(w.row_bytes);
     const int64_t nb = n / kQK_K;
     for (int64_t r = r0; r < r1; ++r) {
-      UnpackTernaryCodes(w, r, codes.data());
+      const uint8_t* row = RowData(w, r, scratch.data());
+      UnpackTernaryCodes(w, row, codes.data());
       for (int t = 0; t < n_tokens; ++t) {
         const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
         float acc = 0.0f;
@@ -327,7 +382,7 @@ void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
           int32_t sumi = 0;
           for (int j = 0; j < kQK_K; ++j) sumi += c[j] * a[b].qs[j];
           for (int j = 0; j < 16; ++j) sumi -= a[b].bsums[j];
-          acc += static_cast<float>(sumi) * (TernaryScale(w, r, b) * a[b].d);
+          acc += static_cast<float>(sumi) * (TernaryScale(w, row, b) * a[b].d);
         }
         y[static_cast<int64_t>(t) * ldy + r] = acc * w.tensor_scale * scale;
       }
@@ -377,9 +432,10 @@ void GemmDequantF32(const WeightView& w, const uint8_t* xq, size_t act_stride, i
                     int64_t r0, int64_t r1, float scale) {
   const int64_t n = w.cols;
   std::vector<float> row(static_cast<size_t>(n));
+  std::vector<uint8_t> scratch(w.interleave ? w.row_bytes : 0);
   const TypeTraits& tr = GetTypeTraits(w.type);
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* src = w.data + static_cast<size_t>(r) * w.row_bytes;
+    const uint8_t* src = RowData(w, r, scratch.data());
     if (w.type == TypeId::kI2_S) {
       DecodeI2SCodes(src, row.data(), n);
     } else {

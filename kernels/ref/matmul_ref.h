@@ -34,12 +34,33 @@ struct WeightView {
   // fp16); true = kept in fp32 against dequantized weights (the "16/32-bit activation" rung the
   // profiler can choose per layer; GemmDequantF32 implements it).
   bool f32_activations = false;
+  // In-memory layout. 0: the file's row-major blocks (row r at data + r * row_bytes). 16: rows
+  // interleaved in groups of 16 for the AVX-512 kernels (TQ2_0 and Q4_0; built at load time by
+  // InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past `rows`) starts
+  // at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales (block b's 16
+  // at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines of 64 bytes
+  // (Q = 64 for TQ2_0, 16 for Q4_0): line k holds in dword lane i the bytes qs[4k .. 4k+3] of row
+  // 16g+i's block b. row_bytes stays the file's row size.
+  int interleave = 0;
+  size_t group_bytes = 0;
 };
+
+// Bytes of the scale header of one x16 group (nb blocks), padded to 64.
+inline size_t X16ScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
+// Elements per block of a type with an x16 layout (TQ2_0: 256, Q4_0: 32), 0 for other types.
+int64_t X16BlockElems(TypeId type);
+// Row r of `w` in the file's row-major layout: w.data + r * row_bytes, or (interleaved layouts)
+// the row gathered into `scratch` (at least row_bytes bytes).
+const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch);
 
 // Activation bytes / quantizer / kernel for a bound weight, honouring f32_activations.
 size_t ActivationBytesFor(const WeightView& w);
 void QuantizeActivationsFor(const WeightView& w, const float* x, void* dst);
 
+// Elements per independently quantized activation block for `w` (Q8_K: 256, Q8_0: 32), or 0 when
+// the vector is quantized as a whole (I2_S) or not block-wise: a block range of a vector can be
+// quantized on its own (QuantizeActivations on the sub-range) with the same bytes.
+int64_t ActivationBlockElems(const WeightView& w);
 // Bytes QuantizeActivations writes for one input vector of `cols` elements.
 size_t ActivationBytes(TypeId weight_type, int64_t cols);
 // Quantizes one input vector for dot products with rows of `weight_type`.

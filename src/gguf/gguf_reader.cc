@@ -266,6 +266,13 @@ uint64_t GgufFile::file_size() const {
   return total;
 }
 
+bool GgufFile::is_mmapped() const {
+  for (const auto& f : files_) {
+    if (!f->is_mmapped()) return false;
+  }
+  return !files_.empty();
+}
+
 const GgufValue* GgufFile::Find(const std::string& key) const {
   auto it = kv_index_.find(key);
   return it == kv_index_.end() ? nullptr : &kv_[it->second].second;

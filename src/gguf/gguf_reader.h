@@ -63,16 +63,10 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // of the first split
   uint64_t file_size() const;                             // all splits together
+  bool is_mmapped() const;  // every split is mapped (tensor data are file pages, not a heap copy)
   int n_splits() const { return static_cast<int>(files_.size()); }
   // The file holding split `i` (its path, and whether it is mapped; for streaming loaders).
   const MappedFile& split_file(int i) const { return *files_[static_cast<size_t>(i)]; }
-  // True when every split is memory-mapped (not read into memory).
-  bool is_mmapped() const {
-    for (const auto& f : files_) {
-      if (!f->is_mmapped()) return false;
-    }
-    return true;
-  }
   const std::string& architecture() const { return architecture_; }  // "" when absent
 
   // Metadata in file order (of the first split).

@@ -56,7 +56,17 @@ kernels::WeightView Tq2Shape(const kernels::WeightView& w) {
   v.type = TypeId::kTQ2_0;
   v.data = nullptr;
   v.row_bytes = static_cast<size_t>(w.cols / kQK_K) * sizeof(BlockTQ2_0);
+  v.interleave = 0;
+  v.group_bytes = 0;
   return v;
+}
+
+// `layout`'s data and layout with `bound`'s kernel choices (gemm, f32 activations). The kernels
+// read plain or interleaved rows alike, so a bound kernel survives a change of layout.
+kernels::WeightView WithKernel(const kernels::WeightView& bound, kernels::WeightView layout) {
+  layout.gemm = bound.gemm;
+  layout.f32_activations = bound.f32_activations;
+  return layout;
 }
 
 }  // namespace
@@ -87,24 +97,48 @@ bool Model::has_streamed_layers() const {
   return false;
 }
 
+Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
+                               bool* copied) {
+  const GgufTensorInfo* t = file_->FindTensor(name);
+  std::vector<uint8_t> storage;
+  *copied = false;
+  if (NeedsRepack(*w)) {
+    TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &storage, w));
+    *copied = true;
+  }
+  const int64_t x16_elems = kernels::X16BlockElems(w->type);
+  if (kernels::WantsX16(w->type, isa_, variant) && x16_elems > 0 && w->cols % x16_elems == 0) {
+    // The AVX-512 kernels' 16-row interleave (TQ2_0, Q4_0); it replaces a TQ1_0 / I2_S repack.
+    std::vector<uint8_t> interleaved;
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
+    storage.swap(interleaved);
+    *copied = true;
+  }
+  if (!*copied) return Status::Ok();
+  repacked_[name] = std::move(storage);  // moving a vector keeps its buffer: w->data stays valid
+  // The kernels read the copy only: drop the file pages the copy faulted in from the resident set.
+  if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+  return Status::Ok();
+}
+
 Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant,
                          bool streamed) {
   KernelBinding b;
   b.tensor = name;
   const TypeId file_type = w->type;
-  if (NeedsRepack(*w)) {
-    if (streamed) {
-      *w = Tq2Shape(*w);  // the streamer repacks after each read
-    } else {
-      const GgufTensorInfo* t = file_->FindTensor(name);
-      TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &repacked_[name], w));
-      // The file's pages are not read again: drop them from the resident set.
-      if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+  if (streamed) {
+    // The streamer repacks after each read and delivers plain rows (no x16 interleave: the
+    // kernels read either layout, and a streamed layer is bound by the disk, not the kernel).
+    if (NeedsRepack(*w)) {
+      *w = Tq2Shape(*w);
+      b.repacked = true;
     }
-    b.repacked = true;
+  } else {
+    TRINE_RETURN_IF_ERROR(MakeKernelLayout(name, variant, w, &b.repacked));
   }
   std::string kname;
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
+  if (w->interleave == 16) kname += ", 16-row interleave";
   b.kernel = b.repacked ? std::string(TypeName(file_type)) + " -> " + kname : kname;
   bindings_.push_back(std::move(b));
   views_.emplace_back(name, w);
@@ -125,15 +159,11 @@ Status Model::AttachLayer(int layer) {
     const StreamMatrix& sm = sms[i];
     const GgufTensorInfo* t = file_->FindTensor(sm.name);
     if (t == nullptr) return Status(StatusCode::kInternal, "attach: no tensor " + sm.name);
-    if (sm.repack) {
-      kernels::WeightView src = sm.file_view, dst;
-      src.data = t->data;
-      TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(src, &repacked_[sm.name], &dst));
-      views[i]->data = dst.data;
-      if (file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
-    } else {
-      views[i]->data = t->data;
-    }
+    kernels::WeightView v = sm.file_view;
+    v.data = t->data;
+    bool copied = false;
+    TRINE_RETURN_IF_ERROR(MakeKernelLayout(sm.name, variant_, &v, &copied));
+    *views[i] = WithKernel(*views[i], v);
   }
   return Status::Ok();
 }
@@ -143,7 +173,11 @@ void Model::DetachLayer(int layer) {
   const auto views = L.Matrices();
   const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
   for (size_t i = 0; i < sms.size(); ++i) {
-    views[i]->data = nullptr;
+    // Back to the layout the streamer delivers: plain (TQ2_0 when repacked) rows.
+    kernels::WeightView v = sms[i].file_view;
+    if (sms[i].repack) v = Tq2Shape(v);
+    v.data = nullptr;
+    *views[i] = WithKernel(*views[i], v);
     repacked_.erase(sms[i].name);
     const GgufTensorInfo* t = file_->FindTensor(sms[i].name);
     if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
@@ -170,7 +204,7 @@ Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
   const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
   for (size_t i = 0; i < sms.size(); ++i) {
     const size_t bytes = static_cast<size_t>(views[i]->rows) * views[i]->row_bytes;
-    const bool mapped = !sms[i].repack && file_->is_mmapped();  // repacked copies live on the heap
+    const bool mapped = repacked_.count(sms[i].name) == 0 && file_->is_mmapped();  // copies live on the heap
     if (p == Placement::kResident) {
       if (mapped) PrefaultPages(views[i]->data, bytes);
       if (try_mlock) {
@@ -233,22 +267,32 @@ Status Model::SetOutputType(TypeId type) {
 #pragma omp parallel
     {
       std::vector<float> row(static_cast<size_t>(from.cols));
+      std::vector<uint8_t> scratch(from.row_bytes);  // rows of an interleaved head are gathered
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < from.rows; ++r) {
-        src.dequantize_row(from.data + static_cast<size_t>(r) * from.row_bytes, row.data(), from.cols);
+        src.dequantize_row(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
         dst.quantize_row(row.data(), buf.data() + static_cast<size_t>(r) * row_bytes, from.cols);
       }
     }
-    output_requant_ = std::move(buf);
     output_ = output_file_;
     output_.type = type;
-    output_.data = output_requant_.data();
+    output_.data = buf.data();
     output_.row_bytes = row_bytes;
     output_.tensor_scale = 1.0f;
+    output_.interleave = 0;
+    output_.group_bytes = 0;
+    const int64_t x16_elems = kernels::X16BlockElems(type);
+    if (kernels::WantsX16(type, isa_, variant_) && x16_elems > 0 && output_.cols % x16_elems == 0) {
+      std::vector<uint8_t> interleaved;
+      TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_, &interleaved, &output_));
+      buf.swap(interleaved);
+    }
+    output_requant_ = std::move(buf);  // moving keeps the buffer output_.data points into
   }
   std::string kname;
   output_.f32_activations = false;
   output_.gemm = kernels::SelectGemm(output_.type, isa_, variant_, &kname);
+  if (output_.interleave == 16) kname += ", 16-row interleave";
   for (auto& b : bindings_) {
     if (b.tensor == name) {
       b.kernel = type == output_file_.type ? kname

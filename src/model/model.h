@@ -170,13 +170,18 @@ class Model {
   kernels::TernaryVariant variant_ = kernels::TernaryVariant::kDefault;
   std::vector<KernelBinding> bindings_;
   std::vector<std::pair<std::string, kernels::WeightView*>> views_;  // into layers_ / output_
-  std::map<std::string, std::vector<uint8_t>> repacked_;  // owned TQ2_0 copies of TQ1_0 / I2_S weights
+  std::map<std::string, std::vector<uint8_t>> repacked_;  // owned kernel layouts (MakeKernelLayout)
   std::vector<Placement> placements_;
   std::vector<std::vector<StreamMatrix>> stream_matrices_;
   uint64_t placement_epoch_ = 0;
   int mlock_ok_ = 0, mlock_failed_ = 0;
 
   Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant, bool streamed);
+  // Turns the file view *w of tensor `name` into the layout its kernel reads best (TQ1_0 / I2_S
+  // repacked to TQ2_0, the AVX-512 x16 interleave); a copy is owned in repacked_[name] (*copied)
+  // and the file's pages are released.
+  Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
+                          bool* copied);
   // Points the view at the mapped bytes (repacking when needed) / detaches it (streamed).
   Status AttachLayer(int layer);
   void DetachLayer(int layer);

@@ -2,7 +2,11 @@
 // (double sum of squares in RMSNorm, theta by repeated multiplication in RoPE).
 #include "model/ops.h"
 
+#include <omp.h>
+
 #include <cmath>
+
+#include "kernels.h"
 
 namespace trine::ops {
 
@@ -20,21 +24,59 @@ void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, 
 
 void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
             int n_threads, float scale) {
-  const size_t act_bytes = kernels::ActivationBytesFor(w);
+  const kernels::WeightView* ws[] = {&w};
+  float* const ys[] = {y};
+  const float scales[] = {scale};
+  MatMulShared(ws, ys, scales, 1, x, n_tokens, act, n_threads);
+}
+
+void MatMulShared(const kernels::WeightView* const* ws, float* const* ys, const float* scales, int n_mats,
+                  const float* x, int n_tokens, std::vector<uint8_t>* act, int n_threads) {
+  bool same = true;
+  for (int m = 1; m < n_mats; ++m) {
+    same = same && ws[m]->type == ws[0]->type && ws[m]->cols == ws[0]->cols &&
+           ws[m]->f32_activations == ws[0]->f32_activations;
+  }
+  if (!same) {
+    for (int m = 0; m < n_mats; ++m) MatMul(*ws[m], x, ys[m], n_tokens, act, n_threads, scales[m]);
+    return;
+  }
+  const kernels::WeightView& w0 = *ws[0];
+  const size_t act_bytes = kernels::ActivationBytesFor(w0);
   if (act->size() < act_bytes * static_cast<size_t>(n_tokens)) act->resize(act_bytes * static_cast<size_t>(n_tokens));
   uint8_t* a = act->data();
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int t = 0; t < n_tokens; ++t) {
-    kernels::QuantizeActivationsFor(w, x + static_cast<int64_t>(t) * w.cols, a + act_bytes * static_cast<size_t>(t));
-  }
-  // Rows in chunks; each output element is computed by exactly one thread.
-  const int64_t chunk = 16;
-  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int64_t c = 0; c < n_chunks; ++c) {
-    const int64_t r0 = c * chunk;
-    const int64_t r1 = r0 + chunk < w.rows ? r0 + chunk : w.rows;
-    (w.gemm ? w.gemm : kernels::GemmRef)(w, a, act_bytes, n_tokens, y, w.rows, r0, r1, scale);
+  const int64_t be = kernels::ActivationBlockElems(w0);
+  const size_t block_bytes = be > 0 ? kernels::ActivationBytes(w0.type, be) : 0;
+#pragma omp parallel num_threads(n_threads)
+  {
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    if (be > 0) {
+      // Block-wise formats: each thread quantizes its range of blocks of every token (the bytes do
+      // not depend on the split), so decode's single vector is quantized in parallel too.
+      const int64_t nb = w0.cols / be, b0 = nb * id / nt, b1 = nb * (id + 1) / nt;
+      for (int t = 0; t < n_tokens && b0 < b1; ++t) {
+        kernels::QuantizeActivations(w0.type, x + static_cast<int64_t>(t) * w0.cols + b0 * be, (b1 - b0) * be,
+                                     a + act_bytes * static_cast<size_t>(t) + static_cast<size_t>(b0) * block_bytes);
+      }
+#pragma omp barrier
+    } else {
+#pragma omp for schedule(static)
+      for (int t = 0; t < n_tokens; ++t) {
+        kernels::QuantizeActivationsFor(w0, x + static_cast<int64_t>(t) * w0.cols,
+                                        a + act_bytes * static_cast<size_t>(t));
+      }
+    }
+    // One contiguous range of 16-row chunks per thread and matrix, one kernel call each (the
+    // kernels gather per-call activation data once); each output element is computed by exactly
+    // one thread, and a row's value does not depend on the range it falls in.
+    for (int m = 0; m < n_mats; ++m) {
+      const kernels::WeightView& w = *ws[m];
+      const int64_t n_chunks = (w.rows + 15) / 16;
+      const int64_t c0 = n_chunks * id / nt, c1 = n_chunks * (id + 1) / nt;
+      const int64_t r0 = c0 * 16;
+      const int64_t r1 = c1 * 16 < w.rows ? c1 * 16 : w.rows;
+      if (r0 < r1) (w.gemm ? w.gemm : kernels::GemmRef)(w, a, act_bytes, n_tokens, ys[m], w.rows, r0, r1, scales[m]);
+    }
   }
 }
 
@@ -91,11 +133,17 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, in
   // llama.cpp evaluates SiLU 16 lanes at a time with ExpfPoly and the row tail with libm expf;
   // doing the same keeps the int8-quantized activations that follow identical.
   const int64_t vec = dim / 16 * 16;
+  static const kernels::SwiGluVecFn vec_fn = kernels::SelectSwiGluVec(kernels::ActiveIsa());
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* g = gate + t * dim;
     const float* u = up + t * dim;
     float* o = out + t * dim;
-    for (int64_t i = 0; i < dim; ++i) {
+    int64_t i0 = 0;
+    if (vec_fn != nullptr) {
+      vec_fn(g, u, o, vec);  // the same bits as the loop below
+      i0 = vec;
+    }
+    for (int64_t i = i0; i < dim; ++i) {
       const float e = i < vec ? ExpfPoly(-g[i]) : std::exp(-g[i]);
       o[i] = g[i] / (1.0f + e) * u[i];
     }

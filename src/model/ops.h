@@ -18,6 +18,12 @@ void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, 
 void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
             int n_threads, float scale = 1.0f);
 
+// MatMul of several matrices with the same input x (Q/K/V, gate/up): when they share the
+// activation format, x is quantized once and all of them run in one parallel region (each thread
+// its rows of each matrix); results equal separate MatMul calls.
+void MatMulShared(const kernels::WeightView* const* ws, float* const* ys, const float* scales, int n_mats,
+                  const float* x, int n_tokens, std::vector<uint8_t>* act, int n_threads);
+
 struct RopeParams {
   int n_rot = 0;             // rotated dims per head
   float freq_base = 10000.0f;

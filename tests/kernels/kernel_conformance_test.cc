@@ -23,11 +23,12 @@ struct Shape {
 };
 
 const Shape kShapes[] = {{1, 256, 1}, {7, 256, 3}, {33, 512, 1}, {16, 2560, 2}, {5, 6912, 1}, {64, 768, 65},
-                         {3, 1024, 130}};
+                         {3, 1024, 130}, {50, 512, 7}, {37, 2560, 1}};
 
 struct Case {
   TypeId file_type;  // type as stored (TQ1_0 / I2_S are repacked like the loader does)
   TernaryVariant variant;
+  bool x16 = false;  // also interleave to the TQ2_0 x16 layout (where the ISA's kernel reads it)
 };
 
 std::vector<float> RandomTernaryWeights(int64_t n, std::mt19937* rng, float scale) {
@@ -54,6 +55,7 @@ class KernelConformance : public ::testing::TestWithParam<std::tuple<Isa, Case>>
 TEST_P(KernelConformance, MatchesReference) {
   const auto [isa, c] = GetParam();
   if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
+  if (c.x16 && !WantsX16(TypeId::kTQ2_0, isa, c.variant)) GTEST_SKIP() << IsaName(isa) << " does not use the x16 layout";
   std::mt19937 rng(1234);
   for (const Shape& s : kShapes) {
     for (bool edge : {false, true}) {
@@ -81,6 +83,19 @@ TEST_P(KernelConformance, MatchesReference) {
       if (NeedsTernaryRepack(w)) {
         ASSERT_TRUE(RepackToTq2(w, &repacked, &w).ok());
       }
+      const WeightView plain = w;
+      std::vector<uint8_t> interleaved;
+      if (c.x16) {
+        ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
+        ASSERT_EQ(w.interleave, 16);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(w.data) % 64, 0u);
+        // RowData gives back every row exactly.
+        std::vector<uint8_t> scratch(w.row_bytes);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          ASSERT_EQ(std::memcmp(RowData(w, r, scratch.data()), plain.data + static_cast<size_t>(r) * plain.row_bytes,
+                                plain.row_bytes), 0) << "row " << r;
+        }
+      }
 
       const size_t act = ActivationBytes(w.type, s.cols);
       std::vector<uint8_t> xq(act * static_cast<size_t>(s.n_tokens));
@@ -91,31 +106,43 @@ TEST_P(KernelConformance, MatchesReference) {
       const int64_t ldy = s.rows + 3;  // a leading dimension wider than rows: padding must stay untouched
       const float nan = std::numeric_limits<float>::quiet_NaN();
       std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
-      GemmRef(w, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
+      GemmRef(plain, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
       GemmFn fn = SelectGemm(w.type, isa, c.variant, nullptr);
-      // Two row ranges, as two threads would split them.
-      const int64_t mid = s.rows / 2;
-      fn(w, xq.data(), act, s.n_tokens, got.data(), ldy, 0, mid, 0.75f);
-      fn(w, xq.data(), act, s.n_tokens, got.data(), ldy, mid, s.rows, 0.75f);
-      double err = 0.0, ref = 0.0;
-      for (int t = 0; t < s.n_tokens; ++t) {
-        for (int64_t r = 0; r < ldy; ++r) {
-          const size_t i = static_cast<size_t>(t * ldy + r);
-          if (r >= s.rows) {
-            ASSERT_TRUE(std::isnan(got[i])) << "wrote outside its rows at " << r;
-            continue;
-          }
-          ASSERT_FALSE(std::isnan(got[i])) << "row " << r << " token " << t << " not written";
-          if (ternary) {
-            ASSERT_EQ(got[i], want[i]) << "row " << r << " token " << t;
-          }
-
-          err += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
-          ref += want[i] * static_cast<double>(want[i]);
+      if (c.x16) {
+        // The reference reads the interleaved layout too (the profiler's f32 path, tests).
+        std::vector<float> ref2(want.size(), nan);
+        GemmRef(w, xq.data(), act, s.n_tokens, ref2.data(), ldy, 0, s.rows, 0.75f);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_TRUE(std::memcmp(&ref2[i], &want[i], 4) == 0) << "GemmRef on the x16 layout, index " << i;
         }
       }
-      if (!ternary) {
-        EXPECT_LT(err / std::max(ref, 1e-30), 1e-10);
+      // Row ranges as threads would split them: halves, then thirds (ranges off 16-row
+      // boundaries), each pass NaN-poisoned afresh.
+      for (int parts : {2, 3}) {
+        SCOPED_TRACE(::testing::Message() << parts << " row ranges");
+        std::fill(got.begin(), got.end(), nan);
+        for (int p = 0; p < parts; ++p) {
+          fn(w, xq.data(), act, s.n_tokens, got.data(), ldy, s.rows * p / parts, s.rows * (p + 1) / parts, 0.75f);
+        }
+        double err = 0.0, ref = 0.0;
+        for (int t = 0; t < s.n_tokens; ++t) {
+          for (int64_t r = 0; r < ldy; ++r) {
+            const size_t i = static_cast<size_t>(t * ldy + r);
+            if (r >= s.rows) {
+              ASSERT_TRUE(std::isnan(got[i])) << "wrote outside its rows at " << r;
+              continue;
+            }
+            ASSERT_FALSE(std::isnan(got[i])) << "row " << r << " token " << t << " not written";
+            if (ternary) {
+              ASSERT_EQ(got[i], want[i]) << "row " << r << " token " << t;
+            }
+            err += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
+            ref += want[i] * static_cast<double>(want[i]);
+          }
+        }
+        if (!ternary) {
+          EXPECT_LT(err / std::max(ref, 1e-30), 1e-10);
+        }
       }
     }
   }
@@ -129,11 +156,15 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{TypeId::kTQ1_0, TernaryVariant::kInt8Dot},
                                          Case{TypeId::kTQ1_0, TernaryVariant::kMulFree},
                                          Case{TypeId::kI2_S, TernaryVariant::kInt8Dot},
+                                         Case{TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true},
+                                         Case{TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true},
+                                         Case{TypeId::kI2_S, TernaryVariant::kInt8Dot, true},
                                          Case{TypeId::kF16, TernaryVariant::kDefault},
                                          Case{TypeId::kF32, TernaryVariant::kDefault})),
     [](const ::testing::TestParamInfo<std::tuple<Isa, Case>>& pi) {
       const Case& c = std::get<1>(pi.param);
       std::string v = c.variant == TernaryVariant::kMulFree ? "_mulfree" : "";
+      if (c.x16) v += "_x16";
       return std::string(IsaName(std::get<0>(pi.param))) + "_" + TypeName(c.file_type) + v;
     });
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "repack.h"
 #include "tensor/dtype.h"
 
 namespace trine::kernels {
@@ -61,9 +62,10 @@ void ExtremeWeights(std::vector<float>* w, int64_t cols) {
   }
 }
 
-void CheckShape(Isa isa, TypeId type, const Shape& s, bool edge, std::mt19937* rng) {
+// x16: run the kernel on the 16-row interleaved layout (InterleaveX16) instead of the file's rows.
+void CheckShape(Isa isa, TypeId type, const Shape& s, bool edge, std::mt19937* rng, bool x16 = false) {
   SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << TypeName(type) << " " << s.rows << "x" << s.cols
-                                    << " tokens " << s.n_tokens << (edge ? " edge" : ""));
+                                    << " tokens " << s.n_tokens << (edge ? " edge" : "") << (x16 ? " x16" : ""));
   const int64_t n = s.rows * s.cols;
   std::vector<float> wf = RandomWeights(n, rng);
   if (edge) ExtremeWeights(&wf, s.cols);
@@ -89,6 +91,17 @@ void CheckShape(Isa isa, TypeId type, const Shape& s, bool edge, std::mt19937* r
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
   GemmRef(w, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
+  std::vector<uint8_t> interleaved;
+  if (x16) {
+    const WeightView plain = w;
+    ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(w.data) % 64, 0u);
+    std::vector<uint8_t> scratch(w.row_bytes);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      ASSERT_EQ(std::memcmp(RowData(w, r, scratch.data()), plain.data + static_cast<size_t>(r) * plain.row_bytes,
+                            plain.row_bytes), 0) << "RowData row " << r;
+    }
+  }
   std::string name;
   GemmFn fn = SelectGemm(type, isa, TernaryVariant::kDefault, &name);
   SCOPED_TRACE(name);
@@ -131,6 +144,14 @@ TEST_P(QuantsConformance, BitIdenticalToReference) {
       for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng);
     }
   }
+  if (WantsX16(type, isa, TernaryVariant::kDefault)) {
+    for (const Shape& s : kShapes) {
+      for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng, true);
+    }
+    for (const Shape& s : kQ0Shapes) {
+      for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng, true);
+    }
+  }
 }
 
 // Every token count 1..130 on one ragged shape (tile and token-group edges, both code paths).
@@ -139,6 +160,9 @@ TEST_P(QuantsConformance, EveryTokenCount) {
   if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
   std::mt19937 rng(7u + static_cast<unsigned>(type));
   for (int nt = 1; nt <= 130; ++nt) CheckShape(isa, type, Shape{11, 512, nt}, nt % 5 == 0, &rng);
+  if (WantsX16(type, isa, TernaryVariant::kDefault)) {
+    for (int nt = 1; nt <= 130; ++nt) CheckShape(isa, type, Shape{37, 512, nt}, nt % 5 == 0, &rng, true);
+  }
 }
 
 // Real model shapes (BitNet-2B / Llama-1B projections and output matrix slices), one token and a
@@ -150,6 +174,7 @@ TEST_P(QuantsConformance, ModelShapes) {
   for (const Shape& s : {Shape{40, 2560, 1}, Shape{24, 6912, 2}, Shape{32, 2048, 1}, Shape{16, 8192, 33},
                          Shape{48, 2560, 128}}) {
     CheckShape(isa, type, s, false, &rng);
+    if (WantsX16(type, isa, TernaryVariant::kDefault)) CheckShape(isa, type, s, false, &rng, true);
   }
 }
 

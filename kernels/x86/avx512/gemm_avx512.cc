@@ -7,6 +7,7 @@
 // line up with contiguous activation bytes, so no repacking is needed.
 #include <immintrin.h>
 
+#include <cstring>
 #include <vector>
 
 #include "core/fp16.h"
@@ -28,9 +29,15 @@ struct ActSums {
   std::vector<float> d;       // (n_tokens, nb)
 };
 
+// Grow-only per-thread scratch (the GemmFn contract has no workspace; OpenMP threads persist).
+ActSums& GetActSums() {
+  thread_local ActSums s;
+  return s;
+}
+
 void GatherActSums(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, ActSums* s) {
-  s->qsum.resize(static_cast<size_t>(n_tokens * nb));
-  s->d.resize(static_cast<size_t>(n_tokens * nb));
+  if (s->qsum.size() < static_cast<size_t>(n_tokens * nb)) s->qsum.resize(static_cast<size_t>(n_tokens * nb));
+  if (s->d.size() < static_cast<size_t>(n_tokens * nb)) s->d.resize(static_cast<size_t>(n_tokens * nb));
   for (int t = 0; t < n_tokens; ++t) {
     const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
     for (int64_t b = 0; b < nb; ++b) {
@@ -64,10 +71,121 @@ inline __m512i ReduceRows16(const __m512i* v) {
 // codes of a 16-row block column are unpacked once into L1 and reused for every token; the 16
 // per-row integer sums land in one vector, so the float combination runs 16 rows wide in the
 // reference's per-row order (acc += sumi * (d_w * d_a), block by block): bit-identical to GemmRef.
+// One block of a TQ2_0 x16 group (16 lines of 64 bytes, WeightView::interleave) against T tokens
+// Q8_K blocks: s[t] lane i = sum over the block of code * activation for row i (codes c = t + 1,
+// the bias is subtracted by the caller). The codes of line k are used in place under the masks
+// 0x03, 0x0C, 0x30, 0xC0, so code n (element 128(k/8) + 32n + 4(k%8) + byte) enters scaled by
+// 4^n; each n has its own accumulator and the scale is shifted out once per block (exact: the
+// accumulator is a multiple of 4^n, and |sum| < 2^31 with 64 products of <= 192 * 128 per lane).
+// No shifts or horizontal reductions per line: 4 ANDs and 4 vpdpbusd per 64 bytes of weights.
+template <int T>
+inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i s[T]) {
+  constexpr int kSets = T == 1 ? 2 : 1;  // two accumulator sets hide vpdpbusd latency at T = 1
+  const __m512i m[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C), _mm512_set1_epi8(0x30),
+                        _mm512_set1_epi8(static_cast<char>(0xC0))};
+  __m512i acc[kSets][4][T];
+  for (int u = 0; u < kSets; ++u) {
+    for (int n = 0; n < 4; ++n) {
+      for (int t = 0; t < T; ++t) acc[u][n][t] = _mm512_setzero_si512();
+    }
+  }
+  // Fully unrolled so that every accumulator index is a constant and stays in a register.
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) {
+    const __m512i q = _mm512_load_si512(codes + 64 * k);
+    const int off = 128 * (k / 8) + 4 * (k % 8);
+    const int u = kSets == 2 ? (k & 1) : 0;
+#pragma GCC unroll 4
+    for (int n = 0; n < 4; ++n) {
+      const __m512i c = _mm512_and_si512(q, m[n]);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        int32_t a4;
+        std::memcpy(&a4, a[t] + off + 32 * n, 4);
+        acc[u][n][t] = _mm512_dpbusd_epi32(acc[u][n][t], c, _mm512_set1_epi32(a4));
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    __m512i v[4];
+    for (int n = 0; n < 4; ++n) v[n] = kSets == 2 ? _mm512_add_epi32(acc[0][n][t], acc[kSets - 1][n][t]) : acc[0][n][t];
+    s[t] = _mm512_add_epi32(_mm512_add_epi32(v[0], _mm512_srai_epi32(v[1], 2)),
+                            _mm512_add_epi32(_mm512_srai_epi32(v[2], 4), _mm512_srai_epi32(v[3], 6)));
+  }
+}
+
+// T tokens (t0 ..) x one TQ2_0 x16 group: per block the 16 rows' sums land in one vector, and the
+// float combination runs 16 rows wide in the reference's order (acc += sumi * (d_w * d_a)).
+template <int T>
+inline void Tq2X16Group(const WeightView& w, const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq,
+                        size_t act_stride, int t0, const ActSums& sums, __m512 out[T]) {
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  const uint8_t* codes = g + scale_bytes;
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  // The group is one linear stream; fetch the next group (into L2) one block step ahead.
+  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = codes + static_cast<size_t>(b) * 1024;
+    const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * 1024;
+    for (int k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
+    const int8_t* a[T];
+    for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+    __m512i s[T];
+    Tq2X16Block<T>(cb, a, s);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    for (int t = 0; t < T; ++t) {
+      const size_t k = static_cast<size_t>((t0 + t) * nb + b);
+      const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(sums.qsum[k]));
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
+      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
+    }
+  }
+}
+
+template <int T>
+inline void Tq2X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0,
+                         const ActSums& sums, float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    __m512 out[T];
+    Tq2X16Group<T>(w, gp, gp + w.group_bytes, nb, xq, act_stride, t0, sums, out);
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
+    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask, _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
+    }
+  }
+}
+
+// Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group;
+// a group is at most a few tens of KB, so later passes read it from L1/L2).
+void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  ActSums& sums = GetActSums();
+  GatherActSums(xq, act_stride, n_tokens, nb, &sums);
+  int t0 = 0;
+  for (; t0 + 4 <= n_tokens; t0 += 4) Tq2X16Tokens<4>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale);
+  switch (n_tokens - t0) {
+    case 3: Tq2X16Tokens<3>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    case 2: Tq2X16Tokens<2>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    case 1: Tq2X16Tokens<1>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    default: break;
+  }
+}
+
 void GemmTq2Q8kVnni(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
+  if (w.interleave == 16) {
+    GemmTq2X16(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    return;
+  }
   const int64_t nb = w.cols / kQK_K;
-  ActSums sums;
+  ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
   const __m512i mask3 = _mm512_set1_epi8(3);
   constexpr int kRows = 16;

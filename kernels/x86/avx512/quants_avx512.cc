@@ -321,6 +321,91 @@ void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int
   }
 }
 
+// Q4_0 x Q8_0 on the x16 layout (WeightView::interleave; built at load time): each block of 16
+// rows is 4 lines of 64 bytes already in rows-in-lanes order, so there is no transpose and no
+// gather. Low nibbles are used under 0x0F and high nibbles in place under 0xF0 (16 x q, its own
+// accumulator, shifted out once per block: exact), so a line costs 2 ANDs and 2 vpdpbusd.
+template <int T>
+inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
+                       int t0, const Q8_0ActInfo& info, __m512 out[T]) {
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  const uint8_t* codes = g + scale_bytes;
+  const __m512i m_lo = _mm512_set1_epi8(0x0F), m_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const BlockQ8_0* act[T];
+  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = codes + static_cast<size_t>(b) * 256;
+    const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * 256;
+    for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
+    __m512i lo[T], hi[T];
+    for (int t = 0; t < T; ++t) {
+      lo[t] = _mm512_set1_epi32(info.corr[static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b)]);
+      hi[t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = _mm512_load_si512(cb + 64 * k);
+      const __m512i ql = _mm512_and_si512(q, m_lo), qh = _mm512_and_si512(q, m_hi);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        int32_t a_lo, a_hi;
+        std::memcpy(&a_lo, act[t][b].qs + 4 * k, 4);
+        std::memcpy(&a_hi, act[t][b].qs + 16 + 4 * k, 4);
+        lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(a_lo));
+        hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(a_hi));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    for (int t = 0; t < T; ++t) {
+      const __m512i sumi = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
+      const float da = info.d[static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b)];
+      // Reference order: sumi * (d_w * d_a).
+      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(da))));
+    }
+  }
+}
+
+template <int T>
+inline void Q4X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0,
+                        const Q8_0ActInfo& info, float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    __m512 out[T];
+    Q4X16Group<T>(gp, gp + w.group_bytes, nb, xq, act_stride, t0, info, out);
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
+    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
+                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
+    }
+  }
+}
+
+void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                 int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK4_0;
+  Q8_0ActInfo& info = GetActInfo();
+  GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, 8, &info);
+  // Up to 8 tokens per pass over a group (16 accumulators); a group (16 rows x cols / 2 bytes)
+  // stays in L1/L2 for the next pass.
+  int t0 = 0;
+  for (; t0 + 8 <= n_tokens; t0 += 8) Q4X16Tokens<8>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale);
+  switch (n_tokens - t0) {
+    case 7: Q4X16Tokens<7>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 6: Q4X16Tokens<6>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 5: Q4X16Tokens<5>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 4: Q4X16Tokens<4>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 3: Q4X16Tokens<3>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 2: Q4X16Tokens<2>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    case 1: Q4X16Tokens<1>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
+    default: break;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Q6_K x Q8_K.
 
@@ -721,6 +806,10 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
 
 void GemmQ4_0Avx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
+  if (w.interleave == 16) {
+    GemmQ4_0X16(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    return;
+  }
   GemmQ0Rows16<true>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }
 

@@ -12,16 +12,18 @@ void LlamaLayer(ForwardState& st, int layer) {
   const int64_t E = c.n_embd, F = c.n_ff;
 
   ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
-  ops::MatMul(w.wq, st.xb.data(), st.q.data(), n, &st.act, st.n_threads);
-  ops::MatMul(w.wk, st.xb.data(), st.k.data(), n, &st.act, st.n_threads);
-  ops::MatMul(w.wv, st.xb.data(), st.v.data(), n, &st.act, st.n_threads);
+  const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
+  float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
+  const float ones[] = {1.0f, 1.0f, 1.0f};
+  ops::MatMulShared(qkv, qkv_out, ones, 3, st.xb.data(), n, &st.act, st.n_threads);
   AttentionOverCache(st, layer);
   ops::MatMul(w.wo, st.att.data(), st.proj.data(), n, &st.act, st.n_threads);
   for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
 
   ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
-  ops::MatMul(w.w_gate, st.xb.data(), st.hb.data(), n, &st.act, st.n_threads);
-  ops::MatMul(w.w_up, st.xb.data(), st.hb2.data(), n, &st.act, st.n_threads);
+  const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
+  float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
+  ops::MatMulShared(gate_up, gate_up_out, ones, 2, st.xb.data(), n, &st.act, st.n_threads);
   ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
   ops::MatMul(w.w_down, st.hb.data(), st.proj.data(), n, &st.act, st.n_threads);
   for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
