@@ -9,7 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
+#include <type_traits>
 
 #include "core/page_memory.h"
 #include "kernels.h"
@@ -17,6 +20,44 @@
 namespace trine::profiler {
 
 using nlohmann::json;
+
+namespace {
+
+struct BadPlanField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An integer field: a JSON integer in T's range. nlohmann's get<T>() would convert a float or an
+// out-of-range number unchecked (a float past T's range is undefined behaviour).
+template <typename T>
+T IntField(const json& v, const char* name) {
+  static_assert(std::is_integral_v<T>, "integer fields only");
+  using L = std::numeric_limits<T>;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(L::max())) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    const bool above_min = L::is_signed ? i >= static_cast<int64_t>(L::min()) : i >= 0;
+    if (above_min && (i < 0 || static_cast<uint64_t>(i) <= static_cast<uint64_t>(L::max()))) return static_cast<T>(i);
+  }
+  throw BadPlanField(std::string("'") + name + "' must be an integer from " + std::to_string(L::min()) + " to " +
+                     std::to_string(L::max()) + ", found " + v.dump());
+}
+
+template <typename T>
+T IntAt(const json& obj, const char* key) {
+  return IntField<T>(obj.at(key), key);
+}
+
+template <typename T>
+T IntOr(const json& obj, const char* key, T fallback) {
+  if (!obj.is_object()) throw BadPlanField(std::string("expected an object holding '") + key + "'");
+  const auto it = obj.find(key);
+  return it == obj.end() ? fallback : IntField<T>(*it, key);
+}
+
+}  // namespace
 
 json PlanToJson(const Plan& p) {
   json j;
@@ -90,7 +131,12 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     return InvalidFile(what + ": not a trine plan (schema is not \"" + std::string(kPlanSchema) + "\")");
   }
   if (!j.contains("version") || !j["version"].is_number_integer()) return InvalidFile(what + ": plan has no version");
-  const int version = j["version"].get<int>();
+  int version = 0;
+  try {
+    version = IntAt<int>(j, "version");
+  } catch (const BadPlanField& e) {
+    return InvalidFile(what + ": bad plan version: " + e.what());
+  }
   if (version > kPlanVersion) {
     return InvalidFile(what + ": plan version " + std::to_string(version) + " is newer than this trine supports (" +
                        std::to_string(kPlanVersion) + "); re-run trine profile");
@@ -102,19 +148,19 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     p.trine_version = j.at("trine_version").get<std::string>();
     const json& m = j.at("model");
     p.model_path = m.value("path", "");
-    p.file_size = m.at("file_size").get<uint64_t>();
+    p.file_size = IntAt<uint64_t>(m, "file_size");
     p.model_hash = m.at("hash").get<std::string>();
     p.hash_method = m.value("hash_method", "");
     const json& mc = j.at("machine");
     p.isa = mc.at("isa").get<std::string>();
-    p.ram_bytes = mc.at("ram_bytes").get<uint64_t>();
-    p.n_threads = mc.value("n_threads", 1);
+    p.ram_bytes = IntAt<uint64_t>(mc, "ram_bytes");
+    p.n_threads = IntOr<int>(mc, "n_threads", 1);
     const json& k = j.at("key");
-    p.key.mem_budget = k.at("mem_budget").get<uint64_t>();
+    p.key.mem_budget = IntAt<uint64_t>(k, "mem_budget");
     p.key.max_kl = k.at("max_kl").get<double>();
-    p.key.samples = k.at("samples").get<int>();
-    p.key.seed = k.at("seed").get<uint64_t>();
-    p.key.n_ctx = k.at("n_ctx").get<int>();
+    p.key.samples = IntAt<int>(k, "samples");
+    p.key.seed = IntAt<uint64_t>(k, "seed");
+    p.key.n_ctx = IntAt<int>(k, "n_ctx");
     p.key.kv_type = k.at("kv_type").get<std::string>();
     p.key.output_type = k.value("output_type", std::string(version >= 2 ? "auto" : "file"));
     KvType kvt;
@@ -123,7 +169,7 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
       for (const json& c : a) {
         PlanCandidate pc;
         pc.type = c.at("type").get<std::string>();
-        pc.bytes = c.value("bytes", uint64_t{0});
+        pc.bytes = IntOr<uint64_t>(c, "bytes", 0);
         pc.kl = c.value("kl", 0.0);
         pc.ms = c.value("ms", 0.0);
         pc.load_s = c.value("load_s", 0.0);
@@ -151,14 +197,14 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     for (const json& l : j.at("layers")) {
       PlanUnit u;
       u.unit = l.at("unit").get<std::string>();
-      u.layer = l.at("layer").get<int>();
+      u.layer = IntAt<int>(l, "layer");
       u.tensors = l.value("tensors", std::vector<std::string>{});
       u.precision = l.at("precision").get<std::string>();
       u.placement = l.at("placement").get<std::string>();
       if (u.placement != "resident" && u.placement != "page_cache" && u.placement != "streamed") {
         return InvalidFile(what + ": layer " + u.unit + " has placement '" + u.placement + "'");
       }
-      u.weight_bytes = l.value("weight_bytes", uint64_t{0});
+      u.weight_bytes = IntOr<uint64_t>(l, "weight_bytes", 0);
       u.kl_int8 = l.value("kl_int8", 0.0);
       if (l.contains("kl_half") && l["kl_half"].is_array() && l["kl_half"].size() == 2) {
         u.kl_half[0] = l["kl_half"][0].get<double>();
@@ -170,16 +216,16 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
       p.units.push_back(std::move(u));
     }
     const json& mem = j.at("memory");
-    p.memory.budget = mem.value("budget", uint64_t{0});
-    p.memory.weights = mem.value("weights", uint64_t{0});
-    p.memory.kv = mem.value("kv", uint64_t{0});
-    p.memory.activations = mem.value("activations", uint64_t{0});
-    p.memory.buffers = mem.value("buffers", uint64_t{0});
-    p.memory.resident = mem.value("resident", uint64_t{0});
-    p.memory.page_cache = mem.value("page_cache", uint64_t{0});
-    p.memory.streamed = mem.value("streamed", uint64_t{0});
-    p.memory.stream_ring = mem.value("stream_ring", uint64_t{0});
-    p.memory.runtime = mem.value("runtime", uint64_t{0});
+    p.memory.budget = IntOr<uint64_t>(mem, "budget", 0);
+    p.memory.weights = IntOr<uint64_t>(mem, "weights", 0);
+    p.memory.kv = IntOr<uint64_t>(mem, "kv", 0);
+    p.memory.activations = IntOr<uint64_t>(mem, "activations", 0);
+    p.memory.buffers = IntOr<uint64_t>(mem, "buffers", 0);
+    p.memory.resident = IntOr<uint64_t>(mem, "resident", 0);
+    p.memory.page_cache = IntOr<uint64_t>(mem, "page_cache", 0);
+    p.memory.streamed = IntOr<uint64_t>(mem, "streamed", 0);
+    p.memory.stream_ring = IntOr<uint64_t>(mem, "stream_ring", 0);
+    p.memory.runtime = IntOr<uint64_t>(mem, "runtime", 0);
     const json& pr = j.at("prediction");
     p.pred_tok_s = pr.value("tok_s", 0.0);
     p.pred_kl = pr.value("kl", 0.0);
@@ -187,8 +233,8 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     p.pred_tok_s_int8 = pr.value("tok_s_all_int8", 0.0);
     if (j.contains("profile")) {
       const json& pf = j["profile"];
-      p.samples = pf.value("samples", 0);
-      p.tokens_per_sample = pf.value("tokens_per_sample", 0);
+      p.samples = IntOr<int>(pf, "samples", 0);
+      p.tokens_per_sample = IntOr<int>(pf, "tokens_per_sample", 0);
       p.profile_seconds = pf.value("seconds", 0.0);
       p.kl_all_int8 = pf.value("kl_all_int8", 0.0);
       p.kl_all_fp32 = pf.value("kl_all_fp32", 0.0);
@@ -205,6 +251,8 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     }
     *out = std::move(p);
   } catch (const json::exception& e) {
+    return InvalidFile(what + ": malformed plan: " + e.what());
+  } catch (const BadPlanField& e) {
     return InvalidFile(what + ": malformed plan: " + e.what());
   }
   return Status::Ok();

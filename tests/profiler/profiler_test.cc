@@ -240,6 +240,41 @@ TEST(PlanFile, Version1PlansStillLoad) {
   EXPECT_NE(e.message().find("output head type"), std::string::npos) << e.message();
 }
 
+// Integer fields accept integers in range only (found by fuzzing: a float past uint64's range was
+// converted unchecked, which is undefined behaviour).
+TEST(PlanFile, IntegerFieldsRejectFloatsAndOutOfRangeValues) {
+  const nlohmann::json good = PlanToJson(SyntheticPlan({0.1, 0.2}, 0.01, 1 << 30));
+  Plan back;
+  ASSERT_TRUE(PlanFromJson(good, "good.json", &back).ok());
+  struct Case {
+    std::vector<std::string> path;
+    nlohmann::json value;
+    const char* field;
+  } cases[] = {{{"machine", "ram_bytes"}, 4.19e20, "ram_bytes"},
+               {{"machine", "ram_bytes"}, -1, "ram_bytes"},
+               {{"key", "n_ctx"}, 1.5, "n_ctx"},
+               {{"key", "n_ctx"}, 1ll << 40, "n_ctx"},
+               {{"key", "seed"}, -3, "seed"},
+               {{"memory", "kv"}, 1e30, "kv"},
+               {{"model", "file_size"}, "12", "file_size"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    nlohmann::json bad = good;
+    nlohmann::json* at = &bad;
+    for (const std::string& k : c.path) at = &(*at)[k];
+    *at = c.value;
+    const Status st = PlanFromJson(bad, "bad.json", &back);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidFile);
+    EXPECT_NE(st.message().find(c.field), std::string::npos) << st.message();
+  }
+  nlohmann::json bad = good;
+  bad["layers"][0]["layer"] = 0.5;
+  EXPECT_EQ(PlanFromJson(bad, "bad.json", &back).code(), StatusCode::kInvalidFile);
+  bad = good;
+  bad["version"] = 1ll << 40;
+  EXPECT_NE(PlanFromJson(bad, "bad.json", &back).message().find("version"), std::string::npos);
+}
+
 // The head requantized at load or later: close logits, the file's type restores them exactly.
 TEST(OutputType, RequantizedHeadIsCloseAndRestores) {
   std::unique_ptr<Model> model;
