@@ -11,7 +11,9 @@ namespace trine::cli {
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;  // bad input: file, prompt, value
-constexpr int kExitUsage = 2;  // bad command line
+// A bad command line is an error like any other (exit 1, as llama.cpp and issue #7 ask); it
+// also prints a usage hint.
+constexpr int kExitUsage = 1;
 
 // Prints "error: <message>" to stderr and returns kExitError.
 int Fail(const Status& status);

@@ -1,5 +1,5 @@
 // Entry points of the trine subcommands; each takes argv with argv[0] = the subcommand name and
-// returns the process exit code (0 ok, 1 bad input, 2 bad usage).
+// returns the process exit code (0 ok, 1 any error: bad input or bad usage).
 #pragma once
 
 namespace trine::cli {

@@ -120,9 +120,9 @@ TEST(Generate, BadInputGivesCleanErrors) {
       {"generate -f /nonexistent/prompt.txt", 1, "/nonexistent/prompt.txt"},
       {"generate --no-bos -p ''", 1, "empty"},
       {"generate -c 4 -p 'Once upon a time there was a dog'", 1, "longer than the context"},
-      {"generate --bogus-flag", 2, "bogus"},
-      {"generate -p a -f b", 2, "either"},
-      {"nosuchcommand", 2, "unknown command"},
+      {"generate --bogus-flag", 1, "bogus"},
+      {"generate -p a -f b", 1, "either"},
+      {"nosuchcommand", 1, "unknown command"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
