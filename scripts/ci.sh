@@ -15,7 +15,7 @@ want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
 # PlanLoad.PeakRss* measures the process's peak RSS against a budget: ASan's shadow memory and
 # quarantine are part of the RSS there, so it only means something in the release build.
-SANITIZE_SKIP='Perplexity\.|^parity_isa_|^neon_kernels_qemu$|^RealProfile\.|^ProfileCli\.CacheHitMiss|^PlanLoad\.PeakRss'
+SANITIZE_SKIP='Perplexity\.|^parity_isa_|^perplexity_isa_|^neon_kernels_qemu$|^RealProfile\.|^ProfileCli\.CacheHitMiss|^PlanLoad\.PeakRss'
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
