@@ -180,13 +180,7 @@ int RunProfile(int argc, char** argv) {
     if (u != "a8" && u != "a16") return UsageError("profile", "--uniform must be a8 or a16, got '" + u + "'");
     TypeId head = TypeId::kCount;
     if (key.output_type != "auto" && key.output_type != "file") (void)ParseTypeName(key.output_type, &head);
-    plan.model_path = path;
-    plan.model_hash = hash;
-    plan.hash_method = profiler::kHashMethod;
-    plan.file_size = model->file().file_size();
-    plan.isa = isa;
-    plan.ram_bytes = ram;
-    plan.key = key;
+    profiler::SetPlanIdentity(path, hash, model->file().file_size(), isa, ram, key, &plan);
     plan.key.kv_type = KvTypeName(cp.kv_type);
     st = profiler::UniformPlan(model.get(), u == "a8", head, cp.kv_type, &plan);
     if (!st.ok()) return Fail(st);
@@ -219,13 +213,7 @@ int RunProfile(int argc, char** argv) {
     if (hit) {
       source = "plan cache " + cache_path;
     } else {
-      plan.model_path = path;
-      plan.model_hash = hash;
-      plan.hash_method = profiler::kHashMethod;
-      plan.file_size = model->file().file_size();
-      plan.isa = isa;
-      plan.ram_bytes = ram;
-      plan.key = key;
+      profiler::SetPlanIdentity(path, hash, model->file().file_size(), isa, ram, key, &plan);
       plan.memory.runtime = runtime;
       st = profiler::ProfileModel(model.get(), po, &plan);
       if (!st.ok()) return Fail(st);

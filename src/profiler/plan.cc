@@ -344,6 +344,17 @@ std::string PlanCacheDir() {
 
 std::string PlanCachePath(const std::string& model_hash) { return PlanCacheDir() + "/" + model_hash + ".json"; }
 
+void SetPlanIdentity(const std::string& model_path, const std::string& model_hash, uint64_t file_size,
+                     const std::string& isa, uint64_t ram_bytes, const PlanKey& key, Plan* plan) {
+  plan->model_path = model_path;
+  plan->model_hash = model_hash;
+  plan->hash_method = kHashMethod;
+  plan->file_size = file_size;
+  plan->isa = isa;
+  plan->ram_bytes = ram_bytes;
+  plan->key = key;
+}
+
 bool PlanKeyMatches(const Plan& p, const std::string& model_hash, const std::string& isa, uint64_t ram_bytes,
                     const PlanKey& k) {
   return p.model_hash == model_hash && p.isa == isa && p.ram_bytes == ram_bytes && p.trine_version == kTrineVersion &&

@@ -156,6 +156,10 @@ inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data b
 // $XDG_CACHE_HOME/trine/plans (or ~/.cache/trine/plans); created on demand by WritePlanFile.
 std::string PlanCacheDir();
 std::string PlanCachePath(const std::string& model_hash);
+// Sets what a new plan is made for: the model (path, content hash, hash method, file size), the
+// machine (isa, RAM) and the key.
+void SetPlanIdentity(const std::string& model_path, const std::string& model_hash, uint64_t file_size,
+                     const std::string& isa, uint64_t ram_bytes, const PlanKey& key, Plan* plan);
 // True when `plan` was made for this model hash, machine, key and trine version (a plan keyed
 // kv_type "auto" matches a key asking for the KV type it chose).
 bool PlanKeyMatches(const Plan& plan, const std::string& model_hash, const std::string& isa, uint64_t ram_bytes,

@@ -117,13 +117,7 @@ Status LoadModelWithPlan(const std::string& path, ModelLoadOptions lo, const Pla
       }
       if (!hit) {
         plan = Plan();
-        plan.model_path = path;
-        plan.model_hash = hash;
-        plan.hash_method = kHashMethod;
-        plan.file_size = f.file_size();
-        plan.isa = isa;
-        plan.ram_bytes = ram;
-        plan.key = key;
+        SetPlanIdentity(path, hash, f.file_size(), isa, ram, key, &plan);
         plan.memory.runtime = runtime;
         TRINE_RETURN_IF_ERROR(PlanWithoutProfile(f, c, &plan));
         profile = req.auto_plan;

@@ -95,7 +95,6 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
     AttnF16Ref(q, k, v, stride, n_kv, hd, scale, out);
     return;
   }
-  const int np = hd & ~63;
   const float* table = Fp16ToFp32Table();
   alignas(64) uint16_t acc16[512];
   for (int i = 0; i < hd; ++i) acc16[i] = 0;
@@ -103,23 +102,7 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
   float sum = 0.0f;
   for (int p = 0; p < n_kv; ++p) {
     const uint16_t* kp = k + static_cast<size_t>(p) * stride;
-    double sumf = 0.0;
-    if (np > 0) {
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int i = 0; i < np; i += 64) {
-        a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i))),
-                             _mm512_loadu_ps(q + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16))),
-                             _mm512_loadu_ps(q + i + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 32))),
-                             _mm512_loadu_ps(q + i + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 48))),
-                             _mm512_loadu_ps(q + i + 48), a3);
-      }
-      sumf = static_cast<double>(Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3))));
-    }
-    for (int i = np; i < hd; ++i) sumf += static_cast<double>(table[kp[i]] * q[i]);
-    const float s = static_cast<float>(sumf) * scale;
+    const float s = DotF16Avx512(kp, q, hd) * scale;
     float ms = 1.0f, vs = 1.0f;
     if (s > max_s) {
       ms = std::exp(max_s - s);
