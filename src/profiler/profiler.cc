@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include <omp.h>
 #include <time.h>
 
 #include "model/ops.h"
@@ -30,17 +31,18 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::vector<std::vector<int32_t>> BuildSamples(const Model& model, int n, uint64_t seed) {
+// n samples of `len` tokens (fewer when the model's training context is shorter): every fourth
+// (the 2nd, 6th, ...) a built-in text, cut to length, the others BOS + random tokens.
+std::vector<std::vector<int32_t>> BuildSamples(const Model& model, int n, uint64_t seed, int len) {
   const ModelConfig& c = model.config();
   std::mt19937_64 rng(seed);
   std::unique_ptr<Tokenizer> tok;
   if (!Tokenizer::Create(model.vocab(), &tok).ok()) tok.reset();
-  const int max_len = std::max(2, std::min(64, c.n_ctx_train > 0 ? c.n_ctx_train : 64));
+  const int max_len = std::max(2, std::min(len, c.n_ctx_train > 0 ? c.n_ctx_train : len));
   std::vector<std::vector<int32_t>> out;
   size_t text_i = 0;
   for (int s = 0; s < n; ++s) {
     std::vector<int32_t> ids;
-    // Every fourth sample (the 2nd, 6th, ...) is a built-in text; the others are random tokens.
     if (tok && s % 4 == 1) {
       std::vector<TokenId> t;
       if (tok->Tokenize(kTexts[text_i++ % (sizeof(kTexts) / sizeof(kTexts[0]))], true, false, &t).ok()) {
@@ -48,10 +50,9 @@ std::vector<std::vector<int32_t>> BuildSamples(const Model& model, int n, uint64
       }
     }
     if (ids.size() < 2) {
-      const int len = std::min(max_len, 32 + static_cast<int>(rng() % 9));
       ids.clear();
       if (model.vocab().bos() >= 0) ids.push_back(model.vocab().bos());
-      while (static_cast<int>(ids.size()) < len) ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.n_vocab)));
+      while (static_cast<int>(ids.size()) < max_len) ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.n_vocab)));
     }
     if (static_cast<int>(ids.size()) > max_len) ids.resize(static_cast<size_t>(max_len));
     out.push_back(std::move(ids));
@@ -110,75 +111,79 @@ class PrecisionGuard {
   std::vector<std::pair<std::string, bool>> saved_;
 };
 
-// Log-softmax of the last `scored` positions of every sample, concatenated.
-struct Evaluator {
-  const Model* model;
-  const std::vector<std::vector<int32_t>>* samples;
-  int scored;
-  std::unique_ptr<Context> ctx;
+// Next-token logits at the scored rows of every sample (rows of V floats per sample).
+using Dists = std::vector<std::vector<float>>;
 
-  Status Init(const ProfileOptions& o) {
-    ContextParams p;
-    size_t max_len = 1;
-    for (const auto& s : *samples) max_len = std::max(max_len, s.size());
-    p.n_ctx = static_cast<int>(max_len);
-    p.n_batch = p.n_ctx;
-    p.n_threads = o.n_threads;
-    p.kv_type = o.kv_type;
-    return Context::Create(*model, p, &ctx);
-  }
-
-  // out[s] = (rows x V) log-probabilities of sample s.
-  Status Run(std::vector<std::vector<float>>* out) {
-    const int V = model->config().n_vocab;
-    out->assign(samples->size(), {});
-    for (size_t s = 0; s < samples->size(); ++s) {
-      const auto& ids = (*samples)[s];
-      ctx->Truncate(0);
-      TRINE_RETURN_IF_ERROR(ctx->Decode(ids.data(), static_cast<int>(ids.size()), true));
-      const int n = static_cast<int>(ids.size());
-      const int first = std::max(0, n - scored);
-      std::vector<float>& lp = (*out)[s];
-      lp.resize(static_cast<size_t>(n - first) * static_cast<size_t>(V));
-      for (int i = first; i < n; ++i) {
-        const float* lg = ctx->logits(i);
-        float* dst = lp.data() + static_cast<size_t>(i - first) * static_cast<size_t>(V);
-        double mx = -INFINITY;
-        for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
-        double sum = 0;
-        for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
-        const double lse = mx + std::log(sum);
-        for (int v = 0; v < V; ++v) dst[v] = static_cast<float>(static_cast<double>(lg[v]) - lse);
-      }
-    }
-    return Status::Ok();
-  }
+// Distributions ready for KL: per row the log-sum-exp of the logits (double) and the
+// probabilities (float). KL(p || q) = sum_v p_v (a_v - b_v) - lse_a + lse_b for logits a, b: one
+// exp per element when preparing, none per comparison, and exactly 0 for identical logits.
+struct Prepared {
+  Dists logits;
+  std::vector<std::vector<float>> prob;
+  std::vector<std::vector<double>> lse;
 };
 
-// Mean KL(p || q) per position of one sample.
-double SampleKl(const std::vector<float>& p, const std::vector<float>& q, int V) {
-  const size_t rows = p.size() / static_cast<size_t>(V);
-  if (rows == 0) return 0;
-  double total = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    double kl = 0;
-    for (int v = 0; v < V; ++v) {
-      const size_t i = r * static_cast<size_t>(V) + static_cast<size_t>(v);
-      const double lp = p[i];
-      kl += std::exp(lp) * (lp - static_cast<double>(q[i]));
+Prepared Prepare(Dists logits, int V, int n_threads) {
+  Prepared p;
+  p.prob.resize(logits.size());
+  p.lse.resize(logits.size());
+  for (size_t s = 0; s < logits.size(); ++s) {
+    const int rows = static_cast<int>(logits[s].size() / static_cast<size_t>(V));
+    p.prob[s].resize(logits[s].size());
+    p.lse[s].resize(static_cast<size_t>(rows));
+    const float* x = logits[s].data();
+    float* pr = p.prob[s].data();
+    double* lse = p.lse[s].data();
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+    for (int r = 0; r < rows; ++r) {
+      const float* row = x + static_cast<size_t>(r) * static_cast<size_t>(V);
+      float mx = -INFINITY;
+      for (int v = 0; v < V; ++v) mx = std::max(mx, row[v]);
+      double sum = 0;
+      float* out = pr + static_cast<size_t>(r) * static_cast<size_t>(V);
+      for (int v = 0; v < V; ++v) {
+        out[v] = std::exp(row[v] - mx);
+        sum += static_cast<double>(out[v]);
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int v = 0; v < V; ++v) out[v] *= inv;
+      lse[r] = static_cast<double>(mx) + std::log(sum);
     }
-    total += std::max(0.0, kl);
   }
-  return total / static_cast<double>(rows);
+  p.logits = std::move(logits);
+  return p;
 }
 
-// Drives the layers one at a time over a KV cache of its own, to time each layer and read the
-// residual stream between layers (the Context does not expose either).
-struct LayerDriver {
-  const Model* m;
+// Per sample, the mean over its rows of KL(p || q).
+std::vector<double> Kl(const Prepared& p, const Prepared& q, int V, int n_threads) {
+  std::vector<double> out(p.logits.size(), 0.0);
+  for (size_t s = 0; s < p.logits.size(); ++s) {
+    const int rows = static_cast<int>(p.lse[s].size());
+    double total = 0;
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : total)
+    for (int r = 0; r < rows; ++r) {
+      const size_t o = static_cast<size_t>(r) * static_cast<size_t>(V);
+      const float* pr = p.prob[s].data() + o;
+      const float* a = p.logits[s].data() + o;
+      const float* b = q.logits[s].data() + o;
+      double cross = 0;
+      for (int v = 0; v < V; ++v) cross += static_cast<double>(pr[v]) * static_cast<double>(a[v] - b[v]);
+      total += std::max(0.0, cross - p.lse[s][static_cast<size_t>(r)] + q.lse[s][static_cast<size_t>(r)]);
+    }
+    out[s] = rows > 0 ? total / rows : 0.0;
+  }
+  return out;
+}
+
+// Runs one sample's tokens through the layers, one layer at a time, over a KV cache of its own:
+// for the sensitivity runs it starts at any layer from a recorded residual stream (the layers
+// before it are unchanged, so they need not run again), and it times layers for the decode
+// timings. The Context does not expose either.
+struct LayerRunner {
+  const Model* m = nullptr;
   KvCache kv;
   ForwardState st;
-  std::vector<float> normed, logits;
+  std::vector<float> normed;
   std::unique_ptr<WeightStreamer> streamer;  // the model's streamed layers
 
   Status Init(const Model* model, int n_ctx, int n_threads, KvType type) {
@@ -194,34 +199,105 @@ struct LayerDriver {
     return Status::Ok();
   }
 
-  // Runs `n` tokens at position n_past; adds per-layer input mean |x| (norm_sum, per layer and
-  // one more for the head input) and seconds (secs, n_layer + 1 entries: the last is the head).
-  Status Run(const int32_t* toks, int n, int n_past, std::vector<double>* norm_sum, std::vector<double>* secs) {
+  // Runs layers [from, n_layer) over `n` tokens at position n_past. The residual stream entering
+  // layer `from` is `x_from` (n x E), or the tokens' embeddings when x_from is null. When `trace`
+  // is given, (*trace)[l] receives the stream entering layer l (and [n_layer] the final one).
+  // `secs` (n_layer + 1 entries) adds each layer's wall time. The final stream stays in st.x.
+  Status Layers(const int32_t* toks, int n, int n_past, int from, const float* x_from,
+                std::vector<std::vector<float>>* trace, std::vector<double>* secs) {
     const ModelConfig& c = m->config();
-    const size_t N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
-    st.Resize(*m, n, n_past);  // the buffers DecodeBatch sizes, in one place
-    for (int t = 0; t < n; ++t) m->EmbedToken(toks[t], st.x.data() + static_cast<size_t>(t) * E);
-    auto mean_abs = [&]() {
-      double s = 0;
-      for (float v : st.x) s += std::fabs(static_cast<double>(v));
-      return s / static_cast<double>(st.x.size());
-    };
-    for (int l = 0; l <= c.n_layer; ++l) {
-      if (norm_sum) (*norm_sum)[static_cast<size_t>(l)] += mean_abs();
+    const size_t E = static_cast<size_t>(c.n_embd);
+    st.Resize(*m, n, n_past);
+    if (x_from != nullptr) {
+      std::copy(x_from, x_from + static_cast<size_t>(n) * E, st.x.begin());
+    } else {
+      for (int t = 0; t < n; ++t) m->EmbedToken(toks[t], st.x.data() + static_cast<size_t>(t) * E);
+    }
+    if (trace) trace->resize(static_cast<size_t>(c.n_layer) + 1);
+    for (int l = from; l < c.n_layer; ++l) {
+      if (trace) (*trace)[static_cast<size_t>(l)].assign(st.x.begin(), st.x.begin() + static_cast<ptrdiff_t>(n * E));
       const auto t0 = Clock::now();
-      if (l == c.n_layer) {
-        normed.resize(E);
-        logits.resize(static_cast<size_t>(c.n_vocab));
-        ops::RmsNorm(st.x.data() + (N - 1) * E, m->output_norm().data(), normed.data(), 1, c.n_embd, c.rms_eps);
-        ops::MatMul(m->output(), normed.data(), logits.data(), 1, &st.act, st.n_threads);
-      } else {
-        TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
-      }
+      TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
       if (secs) (*secs)[static_cast<size_t>(l)] += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    if (trace) (*trace)[static_cast<size_t>(c.n_layer)].assign(st.x.begin(), st.x.begin() + static_cast<ptrdiff_t>(n * E));
+    return Status::Ok();
+  }
+
+  // Logits of the last `rows` of the `n` final-stream rows at `x` (n x E) into *out (rows x V).
+  void Head(const float* x, int n, int rows, std::vector<float>* out) {
+    const ModelConfig& c = m->config();
+    const size_t E = static_cast<size_t>(c.n_embd);
+    rows = std::min(rows, n);
+    normed.resize(static_cast<size_t>(rows) * E);
+    out->resize(static_cast<size_t>(rows) * static_cast<size_t>(c.n_vocab));
+    ops::RmsNorm(x + static_cast<size_t>(n - rows) * E, m->output_norm().data(), normed.data(), rows, c.n_embd,
+                 c.rms_eps);
+    ops::MatMul(m->output(), normed.data(), out->data(), rows, &st.act, st.n_threads);
+  }
+};
+
+// The Monte Carlo samples with the model's current precisions: per sample the logits of its last
+// `scored` positions, and (when `traces` is given) the residual stream entering every layer.
+struct SampleRuns {
+  const Model* model;
+  const std::vector<std::vector<int32_t>>* samples;
+  int scored;
+  LayerRunner runner;
+
+  Status Init(const Model* m, const std::vector<std::vector<int32_t>>* s, int sc, int n_threads, KvType kv) {
+    model = m;
+    samples = s;
+    scored = sc;
+    size_t max_len = 1;
+    for (const auto& ids : *s) max_len = std::max(max_len, ids.size());
+    return runner.Init(m, static_cast<int>(max_len), n_threads, kv);
+  }
+
+  // Whole forward passes of every sample: logits into (*out)[s].
+  Status Run(Dists* out, std::vector<std::vector<std::vector<float>>>* traces = nullptr) {
+    out->assign(samples->size(), {});
+    if (traces) traces->assign(samples->size(), {});
+    for (size_t s = 0; s < samples->size(); ++s) {
+      const auto& ids = (*samples)[s];
+      const int n = static_cast<int>(ids.size());
+      TRINE_RETURN_IF_ERROR(runner.Layers(ids.data(), n, 0, 0, nullptr, traces ? &(*traces)[s] : nullptr, nullptr));
+      runner.Head(runner.st.x.data(), n, scored, &(*out)[s]);
     }
     return Status::Ok();
   }
+
+  // As Run, resuming every sample at layer `from` from its recorded stream `traces[s][from]`.
+  Status RunFrom(int from, const std::vector<std::vector<std::vector<float>>>& traces, Dists* out) {
+    out->assign(samples->size(), {});
+    for (size_t s = 0; s < samples->size(); ++s) {
+      const auto& ids = (*samples)[s];
+      const int n = static_cast<int>(ids.size());
+      TRINE_RETURN_IF_ERROR(runner.Layers(ids.data(), n, 0, from, traces[s][static_cast<size_t>(from)].data(),
+                                          nullptr, nullptr));
+      runner.Head(runner.st.x.data(), n, scored, &(*out)[s]);
+    }
+    return Status::Ok();
+  }
+
+  // Only the head, on the recorded final streams.
+  void RunHead(const std::vector<std::vector<std::vector<float>>>& traces, Dists* out) {
+    out->assign(samples->size(), {});
+    const size_t L = static_cast<size_t>(model->config().n_layer);
+    for (size_t s = 0; s < samples->size(); ++s) {
+      runner.Head(traces[s][L].data(), static_cast<int>((*samples)[s].size()), scored, &(*out)[s]);
+    }
+  }
+
+  Prepared Prep(Dists d) const { return Prepare(std::move(d), model->config().n_vocab, runner.st.n_threads); }
+  std::vector<double> Kl(const Prepared& p, const Prepared& q) const {
+    return profiler::Kl(p, q, model->config().n_vocab, runner.st.n_threads);
+  }
 };
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 // Time per decoded token of the head as bound now (fastest of 3 runs of 16 single-row products).
 double TimeHead(const Model& m, int n_threads) {
@@ -324,25 +400,32 @@ Status MeasureDecodeSpeed(const Model& model, int n_threads, KvType kv_type, int
   return Status::Ok();
 }
 
+std::vector<std::vector<int32_t>> ProfileSamples(const Model& model, const ProfileOptions& o) {
+  return BuildSamples(model, std::max(1, o.samples), o.seed, o.sample_tokens);
+}
+
+namespace {
+int ResolveThreads(int n) { return n > 0 ? n : omp_get_num_procs(); }
+}  // namespace
+
 Status MeasurePlanKl(Model* model, const ProfileOptions& o, const Plan& plan, double* kl) {
   PrecisionGuard guard(model);
-  const auto samples = BuildSamples(*model, std::max(1, o.samples), o.seed);
-  Evaluator ev{model, &samples, std::max(1, o.scored_positions), nullptr};
-  TRINE_RETURN_IF_ERROR(ev.Init(o));
+  const auto samples = BuildSamples(*model, std::max(1, o.samples), o.seed, o.sample_tokens);
+  const int n_threads = ResolveThreads(o.n_threads);
+  const int scored = std::max(1, o.scored_positions);
   const std::vector<PlanUnit> units = BuildUnits(*model);
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
-  TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));  // the baseline's head
-  std::vector<std::vector<float>> base, cur;
-  TRINE_RETURN_IF_ERROR(ev.Run(&base));
+  TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));  // the reference's head
+  SampleRuns ref;
+  TRINE_RETURN_IF_ERROR(ref.Init(model, &samples, scored, n_threads, o.kv_type));
+  Dists d;
+  TRINE_RETURN_IF_ERROR(ref.Run(&d));
+  const Prepared base = ref.Prep(std::move(d));
   TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
-  ProfileOptions po = o;
-  po.kv_type = PlanKvType(plan);
-  Evaluator ev_plan{model, &samples, std::max(1, o.scored_positions), nullptr};
-  TRINE_RETURN_IF_ERROR(ev_plan.Init(po));
-  TRINE_RETURN_IF_ERROR(ev_plan.Run(&cur));
-  double sum = 0;
-  for (size_t s = 0; s < samples.size(); ++s) sum += SampleKl(base[s], cur[s], model->config().n_vocab);
-  *kl = sum / static_cast<double>(samples.size());
+  SampleRuns with_plan;
+  TRINE_RETURN_IF_ERROR(with_plan.Init(model, &samples, scored, n_threads, PlanKvType(plan)));
+  TRINE_RETURN_IF_ERROR(with_plan.Run(&d));
+  *kl = Mean(ref.Kl(base, ref.Prep(std::move(d))));
   return Status::Ok();
 }
 
@@ -365,45 +448,79 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     kv_cands.push_back(o.kv_type);
   }
   if (o.samples < 2) return InvalidArgument("profiling needs at least 2 samples, got " + std::to_string(o.samples));
+  if (o.sample_tokens < 2) {
+    return InvalidArgument("profiling needs samples of at least 2 tokens, got " + std::to_string(o.sample_tokens));
+  }
   const auto start = Clock::now();
   PrecisionGuard guard(model);
   const ModelConfig& c = model->config();
-  const int V = c.n_vocab;
+  const int n_threads = ResolveThreads(o.n_threads);
+  const int scored = std::max(1, o.scored_positions);
   auto progress = [&](float f, const std::string& stage) {
     if (o.progress) o.progress(f, stage);
   };
-  const auto samples = BuildSamples(*model, o.samples, o.seed);
+  const auto samples = BuildSamples(*model, o.samples, o.seed, o.sample_tokens);
   std::vector<PlanUnit> units = BuildUnits(*model);
   const size_t U = units.size();
-  Evaluator ev{model, &samples, std::max(1, o.scored_positions), nullptr};
-  TRINE_RETURN_IF_ERROR(ev.Init(o));
-  const float total_steps = static_cast<float>(U + 7);  // baseline, units, all int8, kv, head, norms, timings, plan
+  const size_t L = static_cast<size_t>(c.n_layer);
+  // Work per stage in forward-pass units: the sensitivity runs resume at their layer, so layer
+  // l's costs (L - l) / L of a pass.
+  const float total_steps = static_cast<float>(L + 1) / 2.0f + 6.0f;
   float step = 0;
 
-  // Baseline: everything with fp32 activations.
-  progress(0, "baseline (fp32 activations)");
-  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
-  std::vector<std::vector<float>> base, cur;
-  TRINE_RETURN_IF_ERROR(ev.Run(&base));
+  // Baseline: the runtime's default, every matrix with quantized (int8) activations, the file's
+  // head and the base KV type. Its residual stream entering every layer is kept per sample.
+  progress(0, "baseline (int8 activations)");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
+  TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));
+  SampleRuns runs;
+  TRINE_RETURN_IF_ERROR(runs.Init(model, &samples, scored, n_threads, o.kv_type));
+  Dists cur;
+  std::vector<std::vector<std::vector<float>>> traces;
+  TRINE_RETURN_IF_ERROR(runs.Run(&cur, &traces));
+  const Prepared base = runs.Prep(std::move(cur));
   step += 1;
   plan->kl_all_fp32 = -1;  // not re-run here (the forward pass is deterministic); see MeasurePlanKl
 
-  // One unit at a time in int8.
-  std::vector<std::vector<double>> kl(U, std::vector<double>(samples.size(), 0.0));
+  // MCAP's activation-norm score: mean |x| of each unit's input in the baseline run.
+  for (size_t u = 0; u < U; ++u) {
+    const size_t l = units[u].layer >= 0 ? static_cast<size_t>(units[u].layer) : L;
+    double sum = 0;
+    for (const auto& tr : traces) {
+      double s = 0;
+      for (float v : tr[l]) s += std::fabs(static_cast<double>(v));
+      sum += s / static_cast<double>(std::max<size_t>(1, tr[l].size()));
+    }
+    units[u].act_norm = sum / static_cast<double>(samples.size());
+  }
+
+  // Sensitivity: KL(unit u with fp32 activations || baseline), one unit at a time. The layers
+  // before u are unchanged, so each run resumes at u from the recorded stream; the head needs
+  // only the recorded final stream.
+  std::vector<std::vector<double>> kl(U);
+  Prepared head_ref;  // the file's head with fp32 activations (the head candidates' reference)
   for (size_t u = 0; u < U; ++u) {
     progress(step / total_steps, "sensitivity of " + units[u].unit);
-    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], true));
-    TRINE_RETURN_IF_ERROR(ev.Run(&cur));
     TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], false));
-    for (size_t s = 0; s < samples.size(); ++s) kl[u][s] = SampleKl(base[s], cur[s], V);
-    step += 1;
+    if (units[u].layer >= 0) {
+      TRINE_RETURN_IF_ERROR(runs.RunFrom(units[u].layer, traces, &cur));
+      step += static_cast<float>(L - static_cast<size_t>(units[u].layer)) / static_cast<float>(L);
+    } else {
+      runs.RunHead(traces, &cur);
+    }
+    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], true));
+    Prepared up = runs.Prep(std::move(cur));
+    kl[u] = runs.Kl(up, base);
+    if (units[u].layer < 0) head_ref = std::move(up);
   }
-  progress(step / total_steps, "all layers int8");
+
+  // The fp32 reference (every matrix fp32): what int8 everywhere costs, and the plan's check.
+  progress(step / total_steps, "fp32 reference");
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
+  TRINE_RETURN_IF_ERROR(runs.Run(&cur));
+  const Prepared ref = runs.Prep(std::move(cur));
+  plan->kl_all_int8 = Mean(runs.Kl(ref, base));
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
-  TRINE_RETURN_IF_ERROR(ev.Run(&cur));
-  double kl_i8 = 0;
-  for (size_t s = 0; s < samples.size(); ++s) kl_i8 += SampleKl(base[s], cur[s], V);
-  plan->kl_all_int8 = kl_i8 / static_cast<double>(samples.size());
   step += 1;
 
   std::vector<double> half_a(U), half_b(U);
@@ -426,9 +543,8 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   plan->spearman = Spearman(half_a, half_b);
   plan->topk_overlap = TopKOverlap(half_a, half_b, std::max(1, static_cast<int>(U) / 2));
 
-  // KV cache candidates: only the cache type changes (fp32 activations everywhere).
+  // KV cache candidates: only the cache type changes (the baseline's int8 activations).
   progress(step / total_steps, "KV cache candidates");
-  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
   const int key_ctx = plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096);
   plan->kv_candidates.clear();
   for (KvType t : kv_cands) {
@@ -436,20 +552,18 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     pc.type = KvTypeName(t);
     pc.bytes = static_cast<uint64_t>(KvCache::Bytes(t, t, c.n_layer, key_ctx, c.n_head_kv * c.head_dim));
     if (t != o.kv_type) {
-      ProfileOptions ko = o;
-      ko.kv_type = t;
-      Evaluator ek{model, &samples, std::max(1, o.scored_positions), nullptr};
-      TRINE_RETURN_IF_ERROR(ek.Init(ko));
-      TRINE_RETURN_IF_ERROR(ek.Run(&cur));
-      for (size_t s = 0; s < samples.size(); ++s) pc.kl += SampleKl(base[s], cur[s], V);
-      pc.kl /= static_cast<double>(samples.size());
+      SampleRuns kv_runs;
+      TRINE_RETURN_IF_ERROR(kv_runs.Init(model, &samples, scored, n_threads, t));
+      TRINE_RETURN_IF_ERROR(kv_runs.Run(&cur));
+      pc.kl = Mean(runs.Kl(base, runs.Prep(std::move(cur))));
     }
     plan->kv_candidates.push_back(pc);
   }
   step += 1;
 
-  // Head candidates: the head requantized to each type, with its quantized activations (the
-  // kernel llama.cpp would run), everything else fp32; and its time per token.
+  // Head candidates: the head requantized to each type with its quantized activations (the
+  // kernel llama.cpp would run), on the baseline's final streams, against the file's head with
+  // fp32 activations; and its time per token.
   progress(step / total_steps, "output head candidates");
   const PlanUnit& head_unit = units.back();
   const TypeId file_head = model->output_file_type();
@@ -486,52 +600,52 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     pc.load_s = t == file_head ? 0.0 : load_s;
     // Resident bytes of the head: the requantized copy (a tied head keeps the embedding too).
     pc.bytes = t == file_head ? head_unit.weight_bytes : model->output_bytes() + (tied ? head_unit.weight_bytes : 0);
-    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, head_unit, true));
-    TRINE_RETURN_IF_ERROR(ev.Run(&cur));
-    pc.ms = TimeHead(*model, o.n_threads > 0 ? o.n_threads : ev.ctx->n_threads());
-    TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, head_unit, false));
-    for (size_t s = 0; s < samples.size(); ++s) pc.kl += SampleKl(base[s], cur[s], V);
-    pc.kl /= static_cast<double>(samples.size());
+    runs.RunHead(traces, &cur);
+    pc.ms = TimeHead(*model, n_threads);
+    pc.kl = Mean(runs.Kl(head_ref, runs.Prep(std::move(cur))));
     plan->output_candidates.push_back(pc);
   }
   TRINE_RETURN_IF_ERROR(model->SetOutputType(file_head));
   step += 1;
 
-  // Activation norms (fp32 run) and per-layer timings in both precisions.
-  progress(step / total_steps, "activation norms and layer timings");
-  LayerDriver drv;
-  int n_threads = o.n_threads;
-  if (n_threads <= 0) n_threads = ev.ctx->n_threads();
-  TRINE_RETURN_IF_ERROR(drv.Init(model, std::max(64, ev.ctx->n_ctx()) + 8, n_threads, o.kv_type));
-  // Norms with the runtime's default (quantized) activations, as MCAP reads them; the residual
-  // stream differs from the fp32 run's by the (small) KL-level perturbation only.
-  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
-  std::vector<double> norms(U, 0.0);
-  for (const auto& ids : samples) {
-    TRINE_RETURN_IF_ERROR(drv.Run(ids.data(), static_cast<int>(ids.size()), 0, &norms, nullptr));
-  }
-  for (size_t u = 0; u < U; ++u) units[u].act_norm = norms[u] / static_cast<double>(samples.size());
-  step += 1;
-  const int prompt = 8, steps = 16;
+  // Per-layer decode timings in both precisions: the fastest of 2 runs of 8 tokens after an
+  // 8-token prompt (timing noise is one-sided).
+  progress(step / total_steps, "layer timings");
+  const int prompt = 8, steps = 8;
+  LayerRunner timer;
+  TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + steps + 1, n_threads, o.kv_type));
+  std::vector<float> head_out;
   for (int prec = 0; prec < 2; ++prec) {
     TRINE_RETURN_IF_ERROR(SetAll(model, units, prec == 1));
     std::vector<double> best(U, INFINITY);
-    for (int rep = 0; rep < 3; ++rep) {  // the fastest of 3 runs per layer (noise is one-sided)
+    for (int rep = 0; rep < 2; ++rep) {
       std::vector<double> secs(U, 0.0);
-      TRINE_RETURN_IF_ERROR(
-          drv.Run(samples[0].data(), std::min(prompt, static_cast<int>(samples[0].size())), 0, nullptr, nullptr));
+      const int n0 = std::min(prompt, static_cast<int>(samples[0].size()));
+      TRINE_RETURN_IF_ERROR(timer.Layers(samples[0].data(), n0, 0, 0, nullptr, nullptr, nullptr));
       for (int i = 0; i < steps; ++i) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
-        TRINE_RETURN_IF_ERROR(drv.Run(&t, 1, prompt + i, nullptr, &secs));
+        TRINE_RETURN_IF_ERROR(timer.Layers(&t, 1, n0 + i, 0, nullptr, nullptr, &secs));
+        const auto h0 = Clock::now();
+        timer.Head(timer.st.x.data(), 1, 1, &head_out);
+        secs[L] += std::chrono::duration<double>(Clock::now() - h0).count();
       }
       for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
     }
     for (size_t u = 0; u < U; ++u) (prec == 1 ? units[u].ms_int8 : units[u].ms_fp32) = best[u];
   }
   step += 1;
+  // Whole-token decode speed in the default precision: what the units' times leave out
+  // (embedding, sampling) is the same in every precision, so the all-fp32 prediction follows.
   progress(step / total_steps, "decode speed");
-  TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
-  TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 16, &plan->pred_tok_s_fp32));
+  double tok_s_int8 = 0;
+  TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 8, &tok_s_int8));
+  double ms_int8 = 0, ms_fp32 = 0;
+  for (const PlanUnit& u : units) {
+    ms_int8 += u.ms_int8;
+    ms_fp32 += u.ms_fp32;
+  }
+  const double overhead = tok_s_int8 > 0 ? std::max(0.0, 1000.0 / tok_s_int8 - ms_int8) : 0.0;
+  plan->pred_tok_s_fp32 = overhead + ms_fp32 > 0 ? 1000.0 / (overhead + ms_fp32) : 0.0;
 
   plan->units = units;
   plan->samples = static_cast<int>(samples.size());
@@ -540,23 +654,24 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   plan->tokens_per_sample = static_cast<int>(tok_total / samples.size());
   plan->n_threads = n_threads;
 
-  // Plan, and its measured KL against the same baseline.
+  // Plan, and its measured KL against the fp32 reference (the baseline's when the plan is the
+  // baseline: every unit int8, the base KV type, the file's head).
   progress(step / total_steps, "plan check");
   uint64_t other = 0, unit_bytes = 0;
   for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
   for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
   PlanFromProfile(c, other > unit_bytes ? other - unit_bytes : 0, plan);
-  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
-  {
-    ProfileOptions po = o;
-    po.kv_type = PlanKvType(*plan);
-    Evaluator ep{model, &samples, std::max(1, o.scored_positions), nullptr};
-    TRINE_RETURN_IF_ERROR(ep.Init(po));
-    TRINE_RETURN_IF_ERROR(ep.Run(&cur));
+  bool is_baseline = PlanKvType(*plan) == o.kv_type && PlanOutputType(*plan) == TypeId::kCount;
+  for (const auto& [t, prec] : plan->tensors) is_baseline = is_baseline && prec == "int8";
+  if (is_baseline) {
+    plan->kl_plan = plan->kl_all_int8;
+  } else {
+    TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
+    SampleRuns plan_runs;
+    TRINE_RETURN_IF_ERROR(plan_runs.Init(model, &samples, scored, n_threads, PlanKvType(*plan)));
+    TRINE_RETURN_IF_ERROR(plan_runs.Run(&cur));
+    plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(std::move(cur))));
   }
-  double kl_plan = 0;
-  for (size_t s = 0; s < samples.size(); ++s) kl_plan += SampleKl(base[s], cur[s], V);
-  plan->kl_plan = kl_plan / static_cast<double>(samples.size());
   plan->profile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   progress(1, "done");
   return Status::Ok();

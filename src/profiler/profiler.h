@@ -1,8 +1,17 @@
 // Load-time profiler (MCAP-style, measured): Monte Carlo samples through the model to measure, per
 // unit (each transformer layer, and the output head), the KL divergence of the next-token
-// distributions when only that unit uses quantized (int8/fp16) activations instead of fp32, MCAP's
-// activation-norm score (mean |x| of the unit's input) for comparison, and the unit's decode time
+// distributions between the unit with fp32 activations and the unit with quantized (int8/fp16)
+// activations, everything else at the runtime's default (quantized) precision; MCAP's
+// activation-norm score (mean |x| of the unit's input) for comparison; and the unit's decode time
 // per token in each precision. Then a planner picks per-unit precision and per-layer placement.
+//
+// Why the baseline is the quantized model and a unit is switched UP to fp32, rather than the
+// fp32 model with one unit switched down: the layers after the unit then run the fast integer
+// kernels, and for perturbations this small the two KLs agree to second order (both are the
+// unit's activation-rounding error carried to the logits). The runs resume at the unit's layer
+// from the baseline's recorded residual stream (the layers before it are unchanged), so the
+// sensitivity of all L layers costs (L + 1) / 2 forward passes. One fp32 pass measures what int8
+// everywhere costs (kl_all_int8) and checks the plan (kl_plan), both against true fp32.
 #pragma once
 
 #include <cstdint>
@@ -22,16 +31,21 @@ struct ProfileOptions {
   uint64_t seed = 1;
   int n_threads = 0;  // 0: all cores
   KvType kv_type = KvType::kF16;
-  int scored_positions = 16;  // last positions of each sample whose distributions are compared
+  int sample_tokens = 16;     // tokens per sample (random ones: BOS first; texts cut to this)
+  int scored_positions = 8;   // last positions of each sample whose distributions are compared
   // Called with (fraction done, stage); may be empty.
   std::function<void(float, const std::string&)> progress;
 };
 
 // Profiles `model` (its activation precisions are restored afterwards): fills plan->units (kl,
-// norms, timings, bytes), the profile fields and the fp32 speed, then plans (PlanFromProfile with
-// plan->key) and measures the plan's KL against the same baseline (kl_plan). Samples are 32-40
-// tokens (random, BOS first) or built-in short texts (every 4th sample, starting with the 2nd).
+// norms, timings, bytes), the profile fields and the predicted fp32 speed, then plans
+// (PlanFromProfile with plan->key) and measures the plan's KL against the fp32 run (kl_plan).
+// Samples are options.sample_tokens long: random (BOS first) or built-in short texts (every 4th
+// sample, starting with the 2nd).
 Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan);
+
+// The Monte Carlo samples ProfileModel and MeasurePlanKl use for these options (token ids).
+std::vector<std::vector<int32_t>> ProfileSamples(const Model& model, const ProfileOptions& options);
 
 // Chooses precisions (greedy by KL per ms saved under key.max_kl) and placements (most important
 // layers resident first, under key.mem_budget) for the profiled units; fills tensors, memory and
@@ -53,7 +67,7 @@ inline constexpr uint64_t kStreamSlots = 2;
 // counts against the budget too.
 void PlacePlan(const ModelConfig& config, uint64_t other_weight_bytes, Plan* plan);
 
-// Mean KL(baseline || plan) over the samples with the plan's precisions applied (the model's
+// Mean KL(fp32 run || plan) over the samples with the plan's precisions applied (the model's
 // precisions are restored afterwards). Used to check a plan and for kl_all_fp32.
 Status MeasurePlanKl(Model* model, const ProfileOptions& options, const Plan& plan, double* kl);
 

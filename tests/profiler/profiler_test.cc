@@ -401,6 +401,7 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
   Plan fp32 = plan;
   for (auto& [name, prec] : fp32.tensors) prec = "fp32";
   fp32.output_type = fp32.output_file_type;  // and the file's head (the plan may requantize it)
+  fp32.kv_type = "f16";                      // and the reference's KV cache (the plan may quantize it)
   double kl = -1;
   options.samples = 2;
   ASSERT_TRUE(MeasurePlanKl(model.get(), options, fp32, &kl).ok());
@@ -479,6 +480,62 @@ TEST(Report, RoundTripAndWellFormedHtml) {
   const std::string table = TerminalTable(*plan_);
   EXPECT_NE(table.find("blk.0"), std::string::npos);
   EXPECT_NE(table.find("output"), std::string::npos);
+}
+
+// The profiler's sensitivity runs resume at the unit's layer from the baseline's recorded stream
+// and normalise in float; recomputed here from scratch through Context (whole passes, double
+// log-softmax), every unit's KL must agree: KL(unit u fp32, the rest int8 || all int8).
+TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
+  ProfileOptions options;
+  options.samples = 2;
+  options.n_threads = 1;
+  Plan plan;
+  plan.key.kv_type = "f16";
+  plan.key.mem_budget = 1ull << 32;
+  ASSERT_TRUE(ProfileModel(model.get(), options, &plan).ok());
+  const auto samples = ProfileSamples(*model, options);
+  ASSERT_EQ(samples.size(), 2u);
+  const int V = model->config().n_vocab;
+  // Log-probabilities of the last `scored` positions of every sample with the model as it is.
+  auto run = [&]() {
+    std::vector<std::vector<double>> out;
+    for (const auto& ids : samples) {
+      ContextParams cp;
+      cp.n_ctx = static_cast<int>(ids.size());
+      cp.n_threads = 1;
+      std::unique_ptr<Context> ctx;
+      EXPECT_TRUE(Context::Create(*model, cp, &ctx).ok());
+      EXPECT_TRUE(ctx->Decode(ids.data(), static_cast<int>(ids.size()), true).ok());
+      const int n = static_cast<int>(ids.size());
+      for (int i = std::max(0, n - options.scored_positions); i < n; ++i) {
+        const float* lg = ctx->logits(i);
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
+        for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
+        std::vector<double> lp(static_cast<size_t>(V));
+        for (int v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = static_cast<double>(lg[v]) - mx - std::log(sum);
+        out.push_back(std::move(lp));
+      }
+    }
+    return out;
+  };
+  const auto base = run();  // every matrix int8: the loaded model's default
+  for (const PlanUnit& u : plan.units) {
+    for (const std::string& t : u.tensors) ASSERT_TRUE(model->SetF32Activations(t, true).ok());
+    const auto up = run();
+    for (const std::string& t : u.tensors) ASSERT_TRUE(model->SetF32Activations(t, false).ok());
+    double kl = 0;
+    for (size_t r = 0; r < base.size(); ++r) {
+      double k = 0;
+      for (int v = 0; v < V; ++v) k += std::exp(up[r][static_cast<size_t>(v)]) * (up[r][static_cast<size_t>(v)] - base[r][static_cast<size_t>(v)]);
+      kl += k;
+    }
+    kl /= static_cast<double>(base.size());
+    EXPECT_GT(kl, 0.0) << u.unit;
+    EXPECT_NEAR(u.kl_int8, kl, 1e-3 * kl + 1e-7) << u.unit;
+  }
 }
 
 TEST(PlanFile, CorruptForeignAndFutureAreErrors) {
