@@ -7,7 +7,8 @@
 //
 // Run: ./build/bench/kernels_bench --benchmark_counters_tabular=true [--benchmark_filter=q6_K]
 //      [--benchmark_out=k.json --benchmark_out_format=json]
-// Name: gemm/<weight type>[_mulfree|_x16]/<isa>/<model>.<tensor>/t<tokens>. The weights of one matrix
+// Name: gemm/<weight type>[_mulfree|_x16]/<isa>/<model>.<tensor>/t<tokens> (gemm_f32act/...: fp32
+// activations). The weights of one matrix
 // are rebuilt only when the type or shape changes (the LM head is ~0.3 GB).
 #include <benchmark/benchmark.h>
 
@@ -105,7 +106,7 @@ WeightCache& Weights(TypeId type, int64_t rows, int64_t cols) {
   return c;
 }
 
-void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens) {
+void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens, bool f32act) {
   if (!trine::kernels::IsaSupported(isa)) {
     state.SkipWithError("ISA not available on this CPU/build");
     return;
@@ -127,16 +128,18 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens)
     return;
   }
   std::string kname;
-  const trine::kernels::GemmFn fn = trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
+  w.f32_activations = f32act;
+  const trine::kernels::GemmFn fn = f32act ? trine::kernels::SelectGemmF32Act(v.type, isa, &kname)
+                                           : trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
 
-  const size_t act = trine::kernels::ActivationBytes(v.type, s.cols);
+  const size_t act = trine::kernels::ActivationBytesFor(w);
   std::vector<uint8_t> xq(act * static_cast<size_t>(n_tokens));
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(s.cols));
   for (int t = 0; t < n_tokens; ++t) {
     for (auto& e : x) e = nd(rng);
-    trine::kernels::QuantizeActivations(v.type, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+    trine::kernels::QuantizeActivationsFor(w, x.data(), xq.data() + act * static_cast<size_t>(t));
   }
   std::vector<float> y(static_cast<size_t>(s.rows) * static_cast<size_t>(n_tokens));
   for (auto _ : state) {
@@ -179,7 +182,27 @@ int main(int argc, char** argv) {
           }
           const std::string name = std::string("gemm/") + v.name + "/" + trine::kernels::IsaName(isa) + "/" + s.name +
                                    "/t" + std::to_string(n_tokens);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, v, isa, s, n_tokens)->Unit(benchmark::kMillisecond);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, v, isa, s, n_tokens, false)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+  // fp32 activations (the profiler's 16/32-bit rung, KernelTable::f32_act): decode and a 64-token
+  // batch on the BitNet shapes; "ref" is GemmDequantF32, the scalar reference.
+  for (const Shape& s : kShapes) {
+    if (std::string(s.name).rfind("bitnet2b.", 0) != 0 || s.output) continue;
+    for (const Variant& v : kVariants) {
+      if (v.variant == TernaryVariant::kMulFree) continue;
+      for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
+        if (!trine::kernels::IsaSupported(isa)) continue;
+        // x16 as the AVX-512 model binds it; the ref row is GemmDequantF32 on that same layout.
+        if (v.x16 && isa == Isa::kAvx2) continue;
+        for (int n_tokens : {1, 64}) {
+          const std::string name = std::string("gemm_f32act/") + v.name + "/" + trine::kernels::IsaName(isa) + "/" +
+                                   s.name + "/t" + std::to_string(n_tokens);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, v, isa, s, n_tokens, true)
+              ->Unit(benchmark::kMillisecond);
         }
       }
     }

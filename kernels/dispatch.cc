@@ -22,7 +22,8 @@ const KernelTable& NeonTable();
 namespace {
 
 const KernelTable& RefTable() {
-  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef};
+  static const KernelTable t{Isa::kRef, GemmRef, nullptr, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef, GemmRef,
+                             GemmDequantF32};
   return t;
 }
 
@@ -151,6 +152,20 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
     return GemmRef;
   }
   if (name) *name = std::string(TypeName(type)) + ": " + what + " (" + IsaName(isa) + ")";
+  return fn;
+}
+
+GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name) {
+  const GemmFn fn = GetKernelTable(isa).f32_act;
+  // The SIMD kernels cover these types (and fall back themselves for layouts they lack); TQ1_0
+  // and I2_S are repacked to TQ2_0 at load, so only a hand-built view reaches here with them.
+  const bool covered = type == TypeId::kF32 || type == TypeId::kF16 || type == TypeId::kBF16 || type == TypeId::kQ8_0 ||
+                       type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K || type == TypeId::kTQ2_0;
+  if (fn == nullptr || fn == GemmDequantF32 || !covered) {
+    if (name) *name = std::string(TypeName(type)) + " x f32: scalar dequantize + dot";
+    return GemmDequantF32;
+  }
+  if (name) *name = std::string(TypeName(type)) + " x f32: dequantized tile + fma (" + IsaName(isa) + ")";
   return fn;
 }
 

@@ -34,6 +34,7 @@ struct KernelTable {
   GemmFn q4_K = nullptr;         // Q4_K x Q8_K
   GemmFn q6_K = nullptr;         // Q6_K x Q8_K
   GemmFn f32 = nullptr;          // F32 weights x fp32 activations
+  GemmFn f32_act = nullptr;      // any weight x fp32 activations (WeightView::f32_activations)
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).
@@ -48,6 +49,10 @@ Status ActiveIsaStatus();
 // time, so they use the TQ2_0 entries). Returns GemmRef when the ISA has no specialised kernel;
 // *name gets a description such as "tq2_0 x q8_K avx512 vpdpbusd".
 GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name);
+
+// The kernel for a weight of this type with f32_activations on: the ISA's tiled fp32 kernel, or
+// GemmDequantF32 (the scalar reference) on the ref ISA / where it has none. *name as SelectGemm.
+GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name);
 
 // The fp16-cache attention kernel of `isa` (AttnF16Ref when it has none).
 AttnF16Fn SelectAttnF16(Isa isa);

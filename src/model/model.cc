@@ -226,7 +226,7 @@ Status Model::SetF32Activations(const std::string& tensor, bool on) {
     if (name != tensor) continue;
     if (w->f32_activations == on) return Status::Ok();
     w->f32_activations = on;
-    w->gemm = on ? kernels::GemmDequantF32 : kernels::SelectGemm(w->type, isa_, variant_, nullptr);
+    w->gemm = on ? kernels::SelectGemmF32Act(w->type, isa_, nullptr) : kernels::SelectGemm(w->type, isa_, variant_, nullptr);
     for (auto& b : bindings_) {
       if (b.tensor == tensor) {
         const std::string suffix = " + f32 activations";

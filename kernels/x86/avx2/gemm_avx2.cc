@@ -140,9 +140,14 @@ void GemmQ4_0Avx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_
 void GemmQ4_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
 void GemmQ6_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
 
+// gemm_f32act_avx2.cc
+void GemmF32ActAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
+
 const KernelTable& Avx2Table() {
   static const KernelTable t{Isa::kAvx2, GemmTq2Q8kMaddubs, nullptr, GemmF16,
-                             GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2, GemmF32};
+                             GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2, GemmF32,
+                             GemmF32ActAvx2};
   return t;
 }
 
