@@ -16,9 +16,10 @@
 // then * tensor_scale * scale) runs 16 rows wide in the reference's order: bit-identical to GemmRef.
 //
 // Loop order: a chunk of row groups x all blocks x all token tiles. For one block the chunk's
-// groups reuse that block's activations (n_tokens x 256 bytes, L1/L2) and each group's four B
-// tiles stay in tmm4-7 for every token tile; C alternates between tmm0 and tmm1 so the float
-// work of one token tile overlaps the tile products of the next.
+// groups reuse that block's activations (n_tokens x 256 bytes, L1/L2). A C tile's 4 products are
+// a dependency chain (TDPBSUD's latency is ~3x its issue interval), so up to 4 token tiles run as
+// interleaved chains (C in tmm0-3, A in tmm4/5, B in tmm6/7), and their float work overlaps the
+// tile products of the next 4 (two stored C buffers).
 #include <immintrin.h>
 
 #include <cstring>
@@ -51,7 +52,7 @@ struct Scratch {
   std::vector<float> d;        // [block][token]: the block's Q8_K scale
   std::vector<float> acc;      // [group in chunk][token][16 rows]
   alignas(64) uint8_t codes[4][1024];  // one block of one group: codes of shift l, B layout
-  alignas(64) int32_t c[2][16][16];    // stored C tiles
+  alignas(64) int32_t c[2][4][16][16];  // stored C tiles (two sets of up to 4)
 };
 
 Scratch& GetScratch() {
@@ -93,21 +94,56 @@ int8_t* PrepareActivations(const uint8_t* xq, size_t act_stride, int n_tokens, i
   return a;
 }
 
-// C tile `c` (tmm0 or tmm1) = the 4 shifts of one block for the 16 tokens at a (stride 64, shift
-// planes `plane` bytes apart) against the B tiles in tmm4-7; stored to out.
-#define TRINE_AMX_TOKEN_TILE(c, a, plane, out) \
-  do {                                         \
-    _tile_zero(c);                             \
-    _tile_loadd(2, (a), 64);                   \
-    _tile_dpbsud(c, 2, 4);                     \
-    _tile_loadd(3, (a) + (plane), 64);         \
-    _tile_dpbsud(c, 3, 5);                     \
-    _tile_loadd(2, (a) + 2 * (plane), 64);     \
-    _tile_dpbsud(c, 2, 6);                     \
-    _tile_loadd(3, (a) + 3 * (plane), 64);     \
-    _tile_dpbsud(c, 3, 7);                     \
-    _tile_stored(c, (out), 64);                \
+// NC (1..4) token tiles of 16 tokens (at a, a + 1024, ..; shift planes `plane` bytes apart) x the
+// 4 shift planes of one block's codes: C tiles tmm0..tmm(NC-1), A tiles alternate tmm4/tmm5, B
+// tiles tmm6/tmm7. A C tile's 4 products form a dependency chain (TDPBSUD latency is ~3x its
+// issue interval), so the NC chains are interleaved shift by shift; the C tiles go to out[j].
+template <int NC>
+inline void TokenTiles(const int8_t* a, size_t plane, const uint8_t (*codes)[1024], int32_t (*out)[16][16]) {
+  _tile_zero(0);
+  if (NC > 1) _tile_zero(1);
+  if (NC > 2) _tile_zero(2);
+  if (NC > 3) _tile_zero(3);
+#define TRINE_AMX_STEP(l, B)                                          \
+  do {                                                                \
+    _tile_loadd(B, codes[l], 64);                                     \
+    _tile_loadd(4, a + (l) * plane, 64);                              \
+    _tile_dpbsud(0, 4, B);                                            \
+    if (NC > 1) {                                                     \
+      _tile_loadd(5, a + 1024 + (l) * plane, 64);                     \
+      _tile_dpbsud(1, 5, B);                                          \
+    }                                                                 \
+    if (NC > 2) {                                                     \
+      _tile_loadd(4, a + 2048 + (l) * plane, 64);                     \
+      _tile_dpbsud(2, 4, B);                                          \
+    }                                                                 \
+    if (NC > 3) {                                                     \
+      _tile_loadd(5, a + 3072 + (l) * plane, 64);                     \
+      _tile_dpbsud(3, 5, B);                                          \
+    }                                                                 \
   } while (0)
+  TRINE_AMX_STEP(0, 6);
+  TRINE_AMX_STEP(1, 7);
+  TRINE_AMX_STEP(2, 6);
+  TRINE_AMX_STEP(3, 7);
+#undef TRINE_AMX_STEP
+  _tile_stored(0, out[0], 64);
+  if (NC > 1) _tile_stored(1, out[1], 64);
+  if (NC > 2) _tile_stored(2, out[2], 64);
+  if (NC > 3) _tile_stored(3, out[3], 64);
+}
+
+// Up to 4 token tiles from token tile tt on: the tiles' products into out.
+inline int RunTokenTiles(const int8_t* ab, size_t plane, int tt, int ntt, const uint8_t (*codes)[1024],
+                         int32_t (*out)[16][16]) {
+  const int8_t* a = ab + static_cast<size_t>(tt) * 1024;
+  switch (ntt - tt < 4 ? ntt - tt : 4) {
+    case 1: TokenTiles<1>(a, plane, codes, out); return 1;
+    case 2: TokenTiles<2>(a, plane, codes, out); return 2;
+    case 3: TokenTiles<3>(a, plane, codes, out); return 3;
+    default: TokenTiles<4>(a, plane, codes, out); return 4;
+  }
+}
 
 // acc[t] (16 rows) += float(c[t] - qsum[t]) * (dw * d[t]) for the tile's real tokens.
 inline void Combine(const int32_t (*c)[16], const int32_t* qsum, const float* d, __m512 dw, int nt, float* acc) {
@@ -171,26 +207,21 @@ void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, in
         }
         // The tile-load asm has no memory clobber: keep the code stores before it.
         __asm__ __volatile__("" ::: "memory");
-        _tile_loadd(4, s.codes[0], 64);
-        _tile_loadd(5, s.codes[1], 64);
-        _tile_loadd(6, s.codes[2], 64);
-        _tile_loadd(7, s.codes[3], 64);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + 32 * b)));
         float* accg = acc_base + static_cast<size_t>(g - g0) * static_cast<size_t>(tpad) * 16;
-        // Software pipeline: token tile T + 1's tile products are issued before T's float work.
-        TRINE_AMX_TOKEN_TILE(0, ab, plane, s.c[0]);
-        for (int tt = 0; tt < ntt; ++tt) {
-          if (tt + 1 < ntt) {
-            const int8_t* an = ab + static_cast<size_t>(tt + 1) * 16 * 64;
-            if ((tt & 1) == 0) {
-              TRINE_AMX_TOKEN_TILE(1, an, plane, s.c[1]);
-            } else {
-              TRINE_AMX_TOKEN_TILE(0, an, plane, s.c[0]);
-            }
+        // Software pipeline: the next (up to) 4 token tiles' products are issued before the float
+        // work of the previous ones (the C tiles alternate between two stored buffers).
+        int tt = 0, n = RunTokenTiles(ab, plane, 0, ntt, s.codes, s.c[0]);
+        for (int buf = 0; tt < ntt; buf ^= 1) {
+          const int tt_next = tt + n;
+          const int n_next = tt_next < ntt ? RunTokenTiles(ab, plane, tt_next, ntt, s.codes, s.c[buf ^ 1]) : 0;
+          for (int j = 0; j < n; ++j) {
+            const int t0 = (tt + j) * 16;
+            const int nt = n_tokens - t0 < 16 ? n_tokens - t0 : 16;
+            Combine(s.c[buf][j], qs + t0, ds + t0, dw, nt, accg + static_cast<size_t>(t0) * 16);
           }
-          const int t0 = tt * 16;
-          const int nt = n_tokens - t0 < 16 ? n_tokens - t0 : 16;
-          Combine(s.c[tt & 1], qs + t0, ds + t0, dw, nt, accg + static_cast<size_t>(t0) * 16);
+          tt = tt_next;
+          n = n_next;
         }
       }
     }
@@ -208,11 +239,9 @@ void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, in
   _tile_release();
 }
 
-#undef TRINE_AMX_TOKEN_TILE
-
 }  // namespace
 
-int AmxMinTokens() { return 16; }
+int AmxMinTokens() { return 8; }
 
 // TQ2_0 x16 weights and at least AmxMinTokens() tokens: the AMX kernel; anything else (decode,
 // short batches, plain rows of streamed layers) goes to the AVX-512 int8-dot kernel.
