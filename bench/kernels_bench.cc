@@ -7,8 +7,8 @@
 //
 // Run: ./build/bench/kernels_bench --benchmark_counters_tabular=true [--benchmark_filter=q6_K]
 //      [--benchmark_out=k.json --benchmark_out_format=json]
-// Name: gemm/<weight type>[_mulfree|_x16]/<isa>/<model>.<tensor>/t<tokens> (gemm_f32act/...: fp32
-// activations). The weights of one matrix
+// Name: gemm/<weight type>[_mulfree|_x16|_x16_amx]/<isa>/<model>.<tensor>/t<tokens> (gemm_f32act/...:
+// fp32 activations). The weights of one matrix
 // are rebuilt only when the type or shape changes (the LM head is ~0.3 GB).
 #include <benchmark/benchmark.h>
 
@@ -54,11 +54,14 @@ struct Variant {
   bool head_type;  // used for the output matrix in the reference model files (ternary: measured
                    // there too, as the memory-bound case of a matrix that does not fit the caches)
   bool x16 = false;  // the x16 interleaved layout (WeightView::interleave), where the ISA uses it
+  bool amx = false;  // GemmTq2Amx (AMX-INT8 tiles, where the CPU/OS allow); tq2_0_x16 is then the
+                     // AVX-512 kernel alone whatever TRINE_AMX says
 };
 
 const Variant kVariants[] = {
     {"tq2_0", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true},
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
+    {"tq2_0_x16_amx", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
     {"q4_0_x16", TypeId::kQ4_0, TernaryVariant::kDefault, true, true},
@@ -129,8 +132,13 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
   }
   std::string kname;
   w.f32_activations = f32act;
-  const trine::kernels::GemmFn fn = f32act ? trine::kernels::SelectGemmF32Act(v.type, isa, &kname)
-                                           : trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
+  trine::kernels::GemmFn fn = f32act ? trine::kernels::SelectGemmF32Act(v.type, isa, &kname)
+                                     : trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
+  if (!f32act && v.type == TypeId::kTQ2_0 && v.variant == TernaryVariant::kInt8Dot) {
+    // Pin the kernel: SelectGemm's avx512 entry is GemmTq2Amx where AMX is enabled.
+    fn = v.amx ? trine::kernels::GemmTq2Amx : trine::kernels::GetKernelTable(isa).tq2_int8dot;
+    kname = v.amx ? "tq2_0: amx-int8 tdpbsud (x16)" : std::string("tq2_0: int8 dot (") + trine::kernels::IsaName(isa) + ")";
+  }
 
   const size_t act = trine::kernels::ActivationBytesFor(w);
   std::vector<uint8_t> xq(act * static_cast<size_t>(n_tokens));
@@ -167,8 +175,14 @@ int main(int argc, char** argv) {
         // kernels switch loop shapes, kernels/README.md).
         std::vector<int> toks = {1, 128};
         if (std::string(s.name) == "llama1b.ffn_down") toks = {1, 2, 4, 8, 16, 32, 128};
+        // The AMX prefill kernel against the AVX-512 x16 one at prefill batch sizes.
+        if (v.x16 && v.type == TypeId::kTQ2_0 && std::string(s.name).rfind("bitnet2b.", 0) == 0) {
+          toks = {1, 16, 64, 128};
+        }
+        if (v.amx && (isa != Isa::kAvx512 || !trine::kernels::AmxAvailable())) continue;
         for (int n_tokens : toks) {
           if (s.output && n_tokens > 1) continue;  // prefill computes logits of the last token only
+          if (v.amx && n_tokens < trine::kernels::AmxMinTokens()) continue;  // the AVX-512 kernel runs
           // The scalar reference at 128 tokens takes seconds per call: only on the small K/V shape.
           if (isa == Isa::kRef && n_tokens > 1 && s.rows > 640) continue;
           if (isa == Isa::kRef && s.output) continue;

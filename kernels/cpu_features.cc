@@ -4,6 +4,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -33,9 +37,12 @@ CpuFeatures Detect() {
   const bool avx2 = (b >> 5) & 1;
   const bool avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
   const bool vnni = (c >> 11) & 1, vbmi = (c >> 1) & 1;
+  const bool amx_tile = (d >> 24) & 1, amx_int8 = (d >> 25) & 1;
+  const bool tile_os = (xlo & 0x60000) == 0x60000;  // XTILECFG (17) and XTILEDATA (18)
   f.avx2 = ymm_os && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_os && avx512f && avx512dq && avx512bw && avx512vl && vnni;
   f.avx512_vbmi = f.avx512 && vbmi;
+  f.amx_int8 = f.avx512 && amx_tile && amx_int8 && tile_os;
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx512_bf16 = f.avx512 && ((a1 >> 5) & 1);
 #elif defined(__aarch64__)
@@ -58,6 +65,7 @@ std::string CpuFeatures::ToString() const {
   add(avx512, "avx512(f,bw,vl,dq,vnni)");
   add(avx512_vbmi, "vbmi");
   add(avx512_bf16, "bf16");
+  add(amx_int8, "amx-int8");
   add(neon_dotprod, "neon+dotprod");
   return s.empty() ? "baseline" : s;
 }
@@ -65,6 +73,23 @@ std::string CpuFeatures::ToString() const {
 const CpuFeatures& GetCpuFeatures() {
   static const CpuFeatures f = Detect();
   return f;
+}
+
+bool AmxPermitted() {
+  static const bool ok = [] {
+    if (!GetCpuFeatures().amx_int8) return false;
+#if defined(__x86_64__) && defined(__linux__)
+    constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
+    constexpr unsigned long kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    unsigned long perm = 0;
+    if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &perm) != 0) return false;
+    return ((perm >> kXfeatureXtiledata) & 1) != 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
 }
 
 }  // namespace trine::kernels

@@ -101,6 +101,26 @@ const KernelTable& GetKernelTable(Isa isa) {
   }
 }
 
+#if defined(TRINE_HAVE_AMX)
+bool AmxAvailable() { return IsaSupported(Isa::kAvx512) && AmxPermitted(); }
+#else
+bool AmxAvailable() { return false; }
+int AmxMinTokens() { return 0; }
+void GemmTq2Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                int64_t r0, int64_t r1, float scale) {
+  GetKernelTable(ActiveIsa()).tq2_int8dot(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+}
+#endif
+
+bool AmxEnabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("TRINE_AMX");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    return AmxAvailable();
+  }();
+  return on;
+}
+
 Isa ActiveIsa() { return GetSelection().isa; }
 Status ActiveIsaStatus() { return GetSelection().status; }
 
@@ -115,6 +135,10 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
       if (variant == TernaryVariant::kMulFree && t.tq2_mulfree) {
         fn = t.tq2_mulfree;
         what = "ternary x q8_K multiplication-free (masked add/sub)";
+      } else if (isa == Isa::kAvx512 && AmxEnabled()) {
+        fn = GemmTq2Amx;
+        what = "ternary x q8_K amx-int8 tdpbsud for >= " + std::to_string(AmxMinTokens()) +
+               " tokens on the x16 layout, int8 dot below";
       } else {
         fn = t.tq2_int8dot;
         what = "ternary x q8_K int8 dot";
