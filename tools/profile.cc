@@ -131,7 +131,10 @@ int RunProfile(int argc, char** argv) {
   std::unique_ptr<Model> model;
   st = Model::Load(path, lo, &model);
   if (!st.ok()) return Fail(st);
+  const double load_s = Since(t_start);
+  const auto t_hash = Clock::now();
   const std::string hash = profiler::ModelContentHash(model->file(), /*release_pages=*/true);
+  const double hash_s = Since(t_hash);
   profiler::PlanKey key;
   key.mem_budget = budget;
   key.max_kl = max_kl;
@@ -200,6 +203,7 @@ int RunProfile(int argc, char** argv) {
     source = "plan file " + plan_path;
   } else {
     bool hit = false;
+    const auto t_lookup = Clock::now();
     if (!a.count("no-cache") && access(cache_path.c_str(), F_OK) == 0) {
       Plan cached;
       st = profiler::ReadPlanFile(cache_path, &cached);
@@ -211,7 +215,9 @@ int RunProfile(int argc, char** argv) {
       }
     }
     if (hit) {
-      source = "plan cache " + cache_path;
+      char took[32];
+      std::snprintf(took, sizeof(took), "%.4f", Since(t_lookup));
+      source = "plan cache " + cache_path + " (looked up in " + took + " s)";
     } else {
       profiler::SetPlanIdentity(path, hash, model->file().file_size(), isa, ram, key, &plan);
       plan.memory.runtime = runtime;
@@ -223,8 +229,10 @@ int RunProfile(int argc, char** argv) {
     }
   }
   std::string summary;
+  const auto t_apply = Clock::now();
   st = profiler::ApplyPlan(plan, model.get(), a.count("mlock") > 0, &summary);
   if (!st.ok()) return Fail(st);
+  const double apply_s = Since(t_apply);
   const double plan_s = Since(t_start);
   if (a.count("plan-out")) {
     st = profiler::WritePlanFile(plan, a["plan-out"].as<std::string>());
@@ -293,7 +301,8 @@ int RunProfile(int argc, char** argv) {
     return kExitOk;
   }
   std::printf("%s", profiler::TerminalTable(plan).c_str());
-  std::printf("plan: %s; model hash %s; %s; ready in %.3f s\n", source.c_str(), hash.c_str(), summary.c_str(), plan_s);
+  std::printf("plan: %s; model hash %s; %s; ready in %.3f s (model load %.3f s, content hash %.3f s, plan applied in %.3f s)\n",
+              source.c_str(), hash.c_str(), summary.c_str(), plan_s, load_s, hash_s, apply_s);
   if (a.count("report")) std::printf("report: %s/report.html\n", a["report"].as<std::string>().c_str());
   return kExitOk;
 }

@@ -123,15 +123,17 @@ struct Prepared {
   std::vector<std::vector<double>> lse;
 };
 
-Prepared Prepare(Dists logits, int V, int n_threads) {
-  Prepared p;
-  p.prob.resize(logits.size());
-  p.lse.resize(logits.size());
-  for (size_t s = 0; s < logits.size(); ++s) {
-    const int rows = static_cast<int>(logits[s].size() / static_cast<size_t>(V));
-    p.prob[s].resize(logits[s].size());
+// Fills *p from `logits` (swapped in: *logits gets p's old buffers back for reuse).
+void Prepare(Dists* logits, int V, int n_threads, Prepared* dst) {
+  Prepared& p = *dst;
+  std::swap(p.logits, *logits);
+  p.prob.resize(p.logits.size());
+  p.lse.resize(p.logits.size());
+  for (size_t s = 0; s < p.logits.size(); ++s) {
+    const int rows = static_cast<int>(p.logits[s].size() / static_cast<size_t>(V));
+    p.prob[s].resize(p.logits[s].size());
     p.lse[s].resize(static_cast<size_t>(rows));
-    const float* x = logits[s].data();
+    const float* x = p.logits[s].data();
     float* pr = p.prob[s].data();
     double* lse = p.lse[s].data();
 #pragma omp parallel for num_threads(n_threads) schedule(static)
@@ -150,8 +152,6 @@ Prepared Prepare(Dists logits, int V, int n_threads) {
       lse[r] = static_cast<double>(mx) + std::log(sum);
     }
   }
-  p.logits = std::move(logits);
-  return p;
 }
 
 // Per sample, the mean over its rows of KL(p || q).
@@ -237,59 +237,78 @@ struct LayerRunner {
   }
 };
 
-// The Monte Carlo samples with the model's current precisions: per sample the logits of its last
-// `scored` positions, and (when `traces` is given) the residual stream entering every layer.
+// The residual stream entering every layer ([n_layer]: the final one), all tokens.
+using Trace = std::vector<std::vector<float>>;
+
+// The Monte Carlo samples with the model's current precisions, run as one context: the samples
+// (each starting with BOS) are concatenated, so every matrix sees one batch of all their tokens
+// (the integer and AMX kernels run several times faster on 128 tokens than on 16) at the price
+// of later samples also attending to earlier ones. Per sample: the logits of its last `scored`
+// positions.
 struct SampleRuns {
-  const Model* model;
-  const std::vector<std::vector<int32_t>>* samples;
-  int scored;
+  const Model* model = nullptr;
+  std::vector<int32_t> tokens;  // the samples, concatenated
+  std::vector<int> rows;        // the scored positions, sample by sample
+  std::vector<size_t> n_rows;   // scored positions per sample
   LayerRunner runner;
+  std::vector<float> gathered, logits;
 
-  Status Init(const Model* m, const std::vector<std::vector<int32_t>>* s, int sc, int n_threads, KvType kv) {
+  Status Init(const Model* m, const std::vector<std::vector<int32_t>>& samples, int scored, int n_threads, KvType kv) {
     model = m;
-    samples = s;
-    scored = sc;
-    size_t max_len = 1;
-    for (const auto& ids : *s) max_len = std::max(max_len, ids.size());
-    return runner.Init(m, static_cast<int>(max_len), n_threads, kv);
+    tokens.clear();
+    rows.clear();
+    n_rows.clear();
+    for (const auto& ids : samples) {
+      const int n = static_cast<int>(ids.size());
+      const int first = std::max(0, n - scored);
+      for (int i = first; i < n; ++i) rows.push_back(static_cast<int>(tokens.size()) + i);
+      n_rows.push_back(static_cast<size_t>(n - first));
+      tokens.insert(tokens.end(), ids.begin(), ids.end());
+    }
+    return runner.Init(m, static_cast<int>(tokens.size()), n_threads, kv);
   }
 
-  // Whole forward passes of every sample: logits into (*out)[s].
-  Status Run(Dists* out, std::vector<std::vector<std::vector<float>>>* traces = nullptr) {
-    out->assign(samples->size(), {});
-    if (traces) traces->assign(samples->size(), {});
-    for (size_t s = 0; s < samples->size(); ++s) {
-      const auto& ids = (*samples)[s];
-      const int n = static_cast<int>(ids.size());
-      TRINE_RETURN_IF_ERROR(runner.Layers(ids.data(), n, 0, 0, nullptr, traces ? &(*traces)[s] : nullptr, nullptr));
-      runner.Head(runner.st.x.data(), n, scored, &(*out)[s]);
-    }
+  // Whole forward passes: logits into (*out)[sample]; the layer inputs into *trace when given.
+  Status Run(Dists* out, Trace* trace = nullptr) {
+    TRINE_RETURN_IF_ERROR(runner.Layers(tokens.data(), static_cast<int>(tokens.size()), 0, 0, nullptr, trace, nullptr));
+    HeadOn(runner.st.x.data(), out);
     return Status::Ok();
   }
 
-  // As Run, resuming every sample at layer `from` from its recorded stream `traces[s][from]`.
-  Status RunFrom(int from, const std::vector<std::vector<std::vector<float>>>& traces, Dists* out) {
-    out->assign(samples->size(), {});
-    for (size_t s = 0; s < samples->size(); ++s) {
-      const auto& ids = (*samples)[s];
-      const int n = static_cast<int>(ids.size());
-      TRINE_RETURN_IF_ERROR(runner.Layers(ids.data(), n, 0, from, traces[s][static_cast<size_t>(from)].data(),
-                                          nullptr, nullptr));
-      runner.Head(runner.st.x.data(), n, scored, &(*out)[s]);
-    }
+  // As Run, resuming at layer `from` from the recorded stream trace[from].
+  Status RunFrom(int from, const Trace& trace, Dists* out) {
+    TRINE_RETURN_IF_ERROR(runner.Layers(tokens.data(), static_cast<int>(tokens.size()), 0, from,
+                                        trace[static_cast<size_t>(from)].data(), nullptr, nullptr));
+    HeadOn(runner.st.x.data(), out);
     return Status::Ok();
   }
 
-  // Only the head, on the recorded final streams.
-  void RunHead(const std::vector<std::vector<std::vector<float>>>& traces, Dists* out) {
-    out->assign(samples->size(), {});
-    const size_t L = static_cast<size_t>(model->config().n_layer);
-    for (size_t s = 0; s < samples->size(); ++s) {
-      runner.Head(traces[s][L].data(), static_cast<int>((*samples)[s].size()), scored, &(*out)[s]);
+  // Only the head, on the recorded final stream.
+  void RunHead(const Trace& trace, Dists* out) { HeadOn(trace[static_cast<size_t>(model->config().n_layer)].data(), out); }
+
+  // The head over the scored rows of the final stream `x`, in one batch, split per sample.
+  void HeadOn(const float* x, Dists* out) {
+    const size_t E = static_cast<size_t>(model->config().n_embd), V = static_cast<size_t>(model->config().n_vocab);
+    gathered.resize(rows.size() * E);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::copy(x + static_cast<size_t>(rows[i]) * E, x + static_cast<size_t>(rows[i] + 1) * E,
+                gathered.begin() + static_cast<ptrdiff_t>(i * E));
+    }
+    runner.Head(gathered.data(), static_cast<int>(rows.size()), static_cast<int>(rows.size()), &logits);
+    out->resize(n_rows.size());  // reusing the vectors: fresh 100 MB a run would be page faults
+    size_t r = 0;
+    for (size_t s = 0; s < n_rows.size(); ++s) {
+      (*out)[s].assign(logits.begin() + static_cast<ptrdiff_t>(r * V), logits.begin() + static_cast<ptrdiff_t>((r + n_rows[s]) * V));
+      r += n_rows[s];
     }
   }
 
-  Prepared Prep(Dists d) const { return Prepare(std::move(d), model->config().n_vocab, runner.st.n_threads); }
+  Prepared Prep(Dists* d) const {
+    Prepared p;
+    Prepare(d, model->config().n_vocab, runner.st.n_threads, &p);
+    return p;
+  }
+  void Prep(Dists* d, Prepared* p) const { Prepare(d, model->config().n_vocab, runner.st.n_threads, p); }
   std::vector<double> Kl(const Prepared& p, const Prepared& q) const {
     return profiler::Kl(p, q, model->config().n_vocab, runner.st.n_threads);
   }
@@ -299,7 +318,7 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// Time per decoded token of the head as bound now (fastest of 3 runs of 16 single-row products).
+// Time per decoded token of the head as bound now (fastest of 2 runs of 8 single-row products).
 double TimeHead(const Model& m, int n_threads) {
   const ModelConfig& c = m.config();
   std::vector<float> x(static_cast<size_t>(c.n_embd)), y(static_cast<size_t>(c.n_vocab));
@@ -307,10 +326,10 @@ double TimeHead(const Model& m, int n_threads) {
   std::vector<uint8_t> act;
   ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);  // warm-up
   double best = INFINITY;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 2; ++rep) {
     const auto t0 = Clock::now();
-    for (int i = 0; i < 16; ++i) ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 16.0);
+    for (int i = 0; i < 8; ++i) ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 8.0);
   }
   return best;
 }
@@ -417,15 +436,15 @@ Status MeasurePlanKl(Model* model, const ProfileOptions& o, const Plan& plan, do
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
   TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));  // the reference's head
   SampleRuns ref;
-  TRINE_RETURN_IF_ERROR(ref.Init(model, &samples, scored, n_threads, o.kv_type));
+  TRINE_RETURN_IF_ERROR(ref.Init(model, samples, scored, n_threads, o.kv_type));
   Dists d;
   TRINE_RETURN_IF_ERROR(ref.Run(&d));
-  const Prepared base = ref.Prep(std::move(d));
+  const Prepared base = ref.Prep(&d);
   TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
   SampleRuns with_plan;
-  TRINE_RETURN_IF_ERROR(with_plan.Init(model, &samples, scored, n_threads, PlanKvType(plan)));
+  TRINE_RETURN_IF_ERROR(with_plan.Init(model, samples, scored, n_threads, PlanKvType(plan)));
   TRINE_RETURN_IF_ERROR(with_plan.Run(&d));
-  *kl = Mean(ref.Kl(base, ref.Prep(std::move(d))));
+  *kl = Mean(ref.Kl(base, ref.Prep(&d)));
   return Status::Ok();
 }
 
@@ -474,11 +493,11 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
   TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));
   SampleRuns runs;
-  TRINE_RETURN_IF_ERROR(runs.Init(model, &samples, scored, n_threads, o.kv_type));
+  TRINE_RETURN_IF_ERROR(runs.Init(model, samples, scored, n_threads, o.kv_type));
   Dists cur;
-  std::vector<std::vector<std::vector<float>>> traces;
-  TRINE_RETURN_IF_ERROR(runs.Run(&cur, &traces));
-  const Prepared base = runs.Prep(std::move(cur));
+  Trace trace;
+  TRINE_RETURN_IF_ERROR(runs.Run(&cur, &trace));
+  const Prepared base = runs.Prep(&cur);
   step += 1;
   plan->kl_all_fp32 = -1;  // not re-run here (the forward pass is deterministic); see MeasurePlanKl
 
@@ -486,30 +505,27 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   for (size_t u = 0; u < U; ++u) {
     const size_t l = units[u].layer >= 0 ? static_cast<size_t>(units[u].layer) : L;
     double sum = 0;
-    for (const auto& tr : traces) {
-      double s = 0;
-      for (float v : tr[l]) s += std::fabs(static_cast<double>(v));
-      sum += s / static_cast<double>(std::max<size_t>(1, tr[l].size()));
-    }
-    units[u].act_norm = sum / static_cast<double>(samples.size());
+    for (float v : trace[l]) sum += std::fabs(static_cast<double>(v));
+    units[u].act_norm = sum / static_cast<double>(std::max<size_t>(1, trace[l].size()));
   }
 
   // Sensitivity: KL(unit u with fp32 activations || baseline), one unit at a time. The layers
   // before u are unchanged, so each run resumes at u from the recorded stream; the head needs
   // only the recorded final stream.
   std::vector<std::vector<double>> kl(U);
+  Prepared up;        // the unit's run, buffers reused from unit to unit
   Prepared head_ref;  // the file's head with fp32 activations (the head candidates' reference)
   for (size_t u = 0; u < U; ++u) {
     progress(step / total_steps, "sensitivity of " + units[u].unit);
     TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], false));
     if (units[u].layer >= 0) {
-      TRINE_RETURN_IF_ERROR(runs.RunFrom(units[u].layer, traces, &cur));
+      TRINE_RETURN_IF_ERROR(runs.RunFrom(units[u].layer, trace, &cur));
       step += static_cast<float>(L - static_cast<size_t>(units[u].layer)) / static_cast<float>(L);
     } else {
-      runs.RunHead(traces, &cur);
+      runs.RunHead(trace, &cur);
     }
     TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], true));
-    Prepared up = runs.Prep(std::move(cur));
+    runs.Prep(&cur, &up);
     kl[u] = runs.Kl(up, base);
     if (units[u].layer < 0) head_ref = std::move(up);
   }
@@ -518,7 +534,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   progress(step / total_steps, "fp32 reference");
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
   TRINE_RETURN_IF_ERROR(runs.Run(&cur));
-  const Prepared ref = runs.Prep(std::move(cur));
+  const Prepared ref = runs.Prep(&cur);
   plan->kl_all_int8 = Mean(runs.Kl(ref, base));
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
   step += 1;
@@ -553,9 +569,9 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     pc.bytes = static_cast<uint64_t>(KvCache::Bytes(t, t, c.n_layer, key_ctx, c.n_head_kv * c.head_dim));
     if (t != o.kv_type) {
       SampleRuns kv_runs;
-      TRINE_RETURN_IF_ERROR(kv_runs.Init(model, &samples, scored, n_threads, t));
+      TRINE_RETURN_IF_ERROR(kv_runs.Init(model, samples, scored, n_threads, t));
       TRINE_RETURN_IF_ERROR(kv_runs.Run(&cur));
-      pc.kl = Mean(runs.Kl(base, runs.Prep(std::move(cur))));
+      pc.kl = Mean(runs.Kl(base, runs.Prep(&cur)));
     }
     plan->kv_candidates.push_back(pc);
   }
@@ -600,25 +616,27 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     pc.load_s = t == file_head ? 0.0 : load_s;
     // Resident bytes of the head: the requantized copy (a tied head keeps the embedding too).
     pc.bytes = t == file_head ? head_unit.weight_bytes : model->output_bytes() + (tied ? head_unit.weight_bytes : 0);
-    runs.RunHead(traces, &cur);
+    runs.RunHead(trace, &cur);
     pc.ms = TimeHead(*model, n_threads);
-    pc.kl = Mean(runs.Kl(head_ref, runs.Prep(std::move(cur))));
+    pc.kl = Mean(runs.Kl(head_ref, runs.Prep(&cur)));
     plan->output_candidates.push_back(pc);
   }
   TRINE_RETURN_IF_ERROR(model->SetOutputType(file_head));
   step += 1;
 
-  // Per-layer decode timings in both precisions: the fastest of 2 runs of 8 tokens after an
-  // 8-token prompt (timing noise is one-sided).
+  // Per-layer decode timings in both precisions after an 8-token prompt: int8, the fastest of 2
+  // runs of 8 tokens (timing noise is one-sided); fp32, one run of 3 (its decode is ~10x slower
+  // and bound by dequantizing the weights, which varies little).
   progress(step / total_steps, "layer timings");
-  const int prompt = 8, steps = 8;
+  const int prompt = 8, max_steps = 8;
   LayerRunner timer;
-  TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + steps + 1, n_threads, o.kv_type));
+  TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + max_steps + 1, n_threads, o.kv_type));
   std::vector<float> head_out;
   for (int prec = 0; prec < 2; ++prec) {
     TRINE_RETURN_IF_ERROR(SetAll(model, units, prec == 1));
+    const int steps = prec == 1 ? max_steps : 3, reps = prec == 1 ? 2 : 1;
     std::vector<double> best(U, INFINITY);
-    for (int rep = 0; rep < 2; ++rep) {
+    for (int rep = 0; rep < reps; ++rep) {
       std::vector<double> secs(U, 0.0);
       const int n0 = std::min(prompt, static_cast<int>(samples[0].size()));
       TRINE_RETURN_IF_ERROR(timer.Layers(samples[0].data(), n0, 0, 0, nullptr, nullptr, nullptr));
@@ -668,9 +686,9 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   } else {
     TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
     SampleRuns plan_runs;
-    TRINE_RETURN_IF_ERROR(plan_runs.Init(model, &samples, scored, n_threads, PlanKvType(*plan)));
+    TRINE_RETURN_IF_ERROR(plan_runs.Init(model, samples, scored, n_threads, PlanKvType(*plan)));
     TRINE_RETURN_IF_ERROR(plan_runs.Run(&cur));
-    plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(std::move(cur))));
+    plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(&cur)));
   }
   plan->profile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   progress(1, "done");

@@ -31,8 +31,8 @@ struct ProfileOptions {
   uint64_t seed = 1;
   int n_threads = 0;  // 0: all cores
   KvType kv_type = KvType::kF16;
-  int sample_tokens = 16;     // tokens per sample (random ones: BOS first; texts cut to this)
-  int scored_positions = 8;   // last positions of each sample whose distributions are compared
+  int sample_tokens = 12;     // tokens per sample (random ones: BOS first; texts cut to this)
+  int scored_positions = 4;   // last positions of each sample whose distributions are compared
   // Called with (fraction done, stage); may be empty.
   std::function<void(float, const std::string&)> progress;
 };

@@ -483,8 +483,9 @@ TEST(Report, RoundTripAndWellFormedHtml) {
 }
 
 // The profiler's sensitivity runs resume at the unit's layer from the baseline's recorded stream
-// and normalise in float; recomputed here from scratch through Context (whole passes, double
-// log-softmax), every unit's KL must agree: KL(unit u fp32, the rest int8 || all int8).
+// (the samples concatenated into one context) and normalise in float; recomputed here from
+// scratch through Context (whole passes, double log-softmax), every unit's KL must agree:
+// KL(unit u fp32, the rest int8 || all int8).
 TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
@@ -497,27 +498,33 @@ TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
   ASSERT_TRUE(ProfileModel(model.get(), options, &plan).ok());
   const auto samples = ProfileSamples(*model, options);
   ASSERT_EQ(samples.size(), 2u);
+  std::vector<int32_t> all;
+  std::vector<int> scored;  // positions in `all` whose distributions the profiler compares
+  for (const auto& ids : samples) {
+    const int n = static_cast<int>(ids.size());
+    for (int i = std::max(0, n - options.scored_positions); i < n; ++i) scored.push_back(static_cast<int>(all.size()) + i);
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
   const int V = model->config().n_vocab;
-  // Log-probabilities of the last `scored` positions of every sample with the model as it is.
+  // Log-probabilities at the scored positions with the model as it is; per sample the profiler
+  // averages its rows, and both samples have the same number of rows.
   auto run = [&]() {
     std::vector<std::vector<double>> out;
-    for (const auto& ids : samples) {
-      ContextParams cp;
-      cp.n_ctx = static_cast<int>(ids.size());
-      cp.n_threads = 1;
-      std::unique_ptr<Context> ctx;
-      EXPECT_TRUE(Context::Create(*model, cp, &ctx).ok());
-      EXPECT_TRUE(ctx->Decode(ids.data(), static_cast<int>(ids.size()), true).ok());
-      const int n = static_cast<int>(ids.size());
-      for (int i = std::max(0, n - options.scored_positions); i < n; ++i) {
-        const float* lg = ctx->logits(i);
-        double mx = -INFINITY, sum = 0;
-        for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
-        for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
-        std::vector<double> lp(static_cast<size_t>(V));
-        for (int v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = static_cast<double>(lg[v]) - mx - std::log(sum);
-        out.push_back(std::move(lp));
-      }
+    ContextParams cp;
+    cp.n_ctx = static_cast<int>(all.size());
+    cp.n_batch = cp.n_ctx;
+    cp.n_threads = 1;
+    std::unique_ptr<Context> ctx;
+    EXPECT_TRUE(Context::Create(*model, cp, &ctx).ok());
+    EXPECT_TRUE(ctx->Decode(all.data(), static_cast<int>(all.size()), true).ok());
+    for (int i : scored) {
+      const float* lg = ctx->logits(i);
+      double mx = -INFINITY, sum = 0;
+      for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
+      for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
+      std::vector<double> lp(static_cast<size_t>(V));
+      for (int v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = static_cast<double>(lg[v]) - mx - std::log(sum);
+      out.push_back(std::move(lp));
     }
     return out;
   };
