@@ -21,18 +21,21 @@
 //     "tensors": { "<tensor name>": "int8"|"fp32", ... } // activation precision per weight matrix
 //     "layers": [ { "unit": "blk.0"|"output", "layer": int (-1 = head), "precision": "int8"|"fp32",
 //                   "placement": "resident"|"page_cache"|"streamed", "weight_bytes": u64,
-//                   "kl_int8": double, "kl_half": [double, double], "act_norm": double,
+//                   "kl_int8": double (KL(unit fp32 || unit int8), the rest int8),
+//                   "kl_half": [double, double], "act_norm": double,
 //                   "ms_fp32": double, "ms_int8": double } ... ]  // ms = per decoded token
 //     "kv": { "type": "f16"|"f32"|"q8_0"|"q4_0",        // (v2) K and V cache type to run with
 //             "candidates": [ { "type": str, "bytes": u64 (cache of key.n_ctx),
-//                               "kl": double (all-fp32 activations, only the cache changed) } ] },
+//                               "kl": double (the profile's int8 baseline, only the cache changed) } ] },
 //     "output": { "type": str, "file_type": str,        // (v2) head weights to run with (type !=
 //                                                        // file_type: requantized at load; "auto"
 //                                                        // candidates: f16/q8_0/q6_k/q4_0 no wider
 //                                                        // than file_type)
 //                 "candidates": [ { "type": str, "bytes": u64 (resident head bytes),
-//                                   "kl": double (head with quantized activations in this type,
-//                                                 everything else fp32), "ms": double per token,
+//                                   "kl": double (head with quantized activations in this type
+//                                                 against the file's head with fp32 activations,
+//                                                 on the int8 baseline's hidden states),
+//                                   "ms": double per token,
 //                                   "load_s": double (requantization at load, measured) } ] },
 //     "memory": { "budget": u64, "weights": u64, "kv": u64, "activations": u64, "buffers": u64,
 //                 "resident": u64, "page_cache": u64, "streamed": u64,
@@ -43,7 +46,7 @@
 //                     "tok_s_all_fp32": double, "tok_s_all_int8": double },
 //     "profile": { "samples": int, "tokens_per_sample": int, "seconds": double,
 //                  "kl_all_int8": double, "kl_all_fp32": double (baseline re-run, ~0),
-//                  "kl_plan": double (measured with the plan applied),
+//                  "kl_plan": double (KL(all fp32 || the plan applied)),
 //                  "split_half_spearman": double, "split_half_topk_overlap": double },
 //     "measured": { "tok_s": double, "tok_s_all_fp32": double,   // optional (report runs)
 //                   "tok_s_cpu": double (v2: per second of process CPU time; -1 unknown),

@@ -43,9 +43,19 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 class F32ActConformance : public ::testing::TestWithParam<std::tuple<Isa, Case>> {};
 
+// The ISA levels with an f32-activation kernel of their own that this CPU runs (the reference
+// level's kernel is GemmDequantF32 itself, NEON has none): only those are instantiated, so no
+// case is skipped.
+std::vector<Isa> F32ActIsas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (IsaSupported(isa) && GetKernelTable(isa).f32_act != nullptr) out.push_back(isa);
+  }
+  return out;
+}
+
 TEST_P(F32ActConformance, MatchesReference) {
   const auto [isa, c] = GetParam();
-  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
   const bool is_float = c.type == TypeId::kF32 || c.type == TypeId::kF16 || c.type == TypeId::kBF16;
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   if (is_float) shapes.insert(shapes.end(), std::begin(kOddShapes), std::end(kOddShapes));
@@ -141,9 +151,10 @@ TEST_P(F32ActConformance, MatchesReference) {
   }
 }
 
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(F32ActConformance);  // CPUs with neither level
 INSTANTIATE_TEST_SUITE_P(
     All, F32ActConformance,
-    ::testing::Combine(::testing::Values(Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon),
+    ::testing::Combine(::testing::ValuesIn(F32ActIsas()),
                        ::testing::Values(Case{TypeId::kF32}, Case{TypeId::kF16}, Case{TypeId::kBF16},
                                          Case{TypeId::kQ8_0}, Case{TypeId::kQ4_0}, Case{TypeId::kQ4_0, true},
                                          Case{TypeId::kQ4_K}, Case{TypeId::kQ6_K}, Case{TypeId::kTQ2_0},
