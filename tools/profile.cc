@@ -102,7 +102,7 @@ int RunProfile(int argc, char** argv) {
   }
   if (!a.unmatched().empty()) return UsageError("profile", "unexpected argument '" + a.unmatched()[0] + "'");
   const int samples = a["samples"].as<int>();
-  if (samples < 2 || samples > 1024) return UsageError("profile", "-n must be in [2, 1024]");
+  if (samples < 2 || samples > 256) return UsageError("profile", "-n must be in [2, 256]");
   const double max_kl = a["max-kl"].as<double>();
   if (!(max_kl >= 0) || !std::isfinite(max_kl)) return UsageError("profile", "--max-kl must be >= 0");
   uint64_t budget = 0;  // default: available RAM (keyed as 0 so the cache survives its drift)

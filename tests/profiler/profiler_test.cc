@@ -483,41 +483,49 @@ TEST(Report, RoundTripAndWellFormedHtml) {
 }
 
 // The profiler's sensitivity runs resume at the unit's layer from the baseline's recorded stream
-// (the samples concatenated into one context) and normalise in float; recomputed here from
-// scratch through Context (whole passes, double log-softmax), every unit's KL must agree:
-// KL(unit u fp32, the rest int8 || all int8).
+// (the samples concatenated into contexts of up to 128 tokens) and normalise in float; recomputed
+// here from scratch through Context (whole passes, double log-softmax), every unit's KL must
+// agree: KL(unit u fp32, the rest int8 || all int8). 12 samples of 12 tokens make two contexts.
 TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
   ProfileOptions options;
-  options.samples = 2;
+  options.samples = 12;
   options.n_threads = 1;
   Plan plan;
   plan.key.kv_type = "f16";
   plan.key.mem_budget = 1ull << 32;
   ASSERT_TRUE(ProfileModel(model.get(), options, &plan).ok());
   const auto samples = ProfileSamples(*model, options);
-  ASSERT_EQ(samples.size(), 2u);
-  std::vector<int32_t> all;
-  std::vector<int> scored;  // positions in `all` whose distributions the profiler compares
+  ASSERT_EQ(samples.size(), 12u);
+  std::vector<std::vector<int32_t>> contexts;
+  std::vector<std::vector<int>> scored;  // per context, the positions whose distributions count
   for (const auto& ids : samples) {
+    if (contexts.empty() || contexts.back().size() + ids.size() > 128) {
+      contexts.emplace_back();
+      scored.emplace_back();
+    }
     const int n = static_cast<int>(ids.size());
-    for (int i = std::max(0, n - options.scored_positions); i < n; ++i) scored.push_back(static_cast<int>(all.size()) + i);
-    all.insert(all.end(), ids.begin(), ids.end());
+    for (int i = std::max(0, n - options.scored_positions); i < n; ++i) {
+      scored.back().push_back(static_cast<int>(contexts.back().size()) + i);
+    }
+    contexts.back().insert(contexts.back().end(), ids.begin(), ids.end());
   }
+  ASSERT_EQ(contexts.size(), 2u);
   const int V = model->config().n_vocab;
   // Log-probabilities at the scored positions with the model as it is; per sample the profiler
   // averages its rows, and both samples have the same number of rows.
   auto run = [&]() {
     std::vector<std::vector<double>> out;
+    for (size_t k = 0; k < contexts.size(); ++k) {
     ContextParams cp;
-    cp.n_ctx = static_cast<int>(all.size());
+    cp.n_ctx = static_cast<int>(contexts[k].size());
     cp.n_batch = cp.n_ctx;
     cp.n_threads = 1;
     std::unique_ptr<Context> ctx;
     EXPECT_TRUE(Context::Create(*model, cp, &ctx).ok());
-    EXPECT_TRUE(ctx->Decode(all.data(), static_cast<int>(all.size()), true).ok());
-    for (int i : scored) {
+    EXPECT_TRUE(ctx->Decode(contexts[k].data(), static_cast<int>(contexts[k].size()), true).ok());
+    for (int i : scored[k]) {
       const float* lg = ctx->logits(i);
       double mx = -INFINITY, sum = 0;
       for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[v]));
@@ -525,6 +533,7 @@ TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
       std::vector<double> lp(static_cast<size_t>(V));
       for (int v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = static_cast<double>(lg[v]) - mx - std::log(sum);
       out.push_back(std::move(lp));
+    }
     }
     return out;
   };
