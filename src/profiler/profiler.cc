@@ -655,25 +655,25 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   TRINE_RETURN_IF_ERROR(model->SetOutputType(file_head));
   step += 1;
 
-  // Per-layer decode timings in both precisions after an 8-token prompt: int8, the fastest of 2
-  // runs of 8 tokens (timing noise is one-sided); fp32, one run of 3 (its decode is ~10x slower
-  // and bound by dequantizing the weights, which varies little).
+  // Per-layer decode timings in both precisions after an 8-token prompt (run once, in int8: the
+  // cache's contents do not change the time): int8, the fastest of 2 runs of 8 tokens (timing
+  // noise is one-sided); fp32, one run of 2 (its decode is ~10x slower and bound by dequantizing
+  // the weights, which varies little). Every run decodes at the positions after the prompt.
   progress(step / total_steps, "layer timings");
-  const int prompt = 8, max_steps = 8;
+  const int prompt = std::min(8, static_cast<int>(samples[0].size())), max_steps = 8;
   LayerRunner timer;
   TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + max_steps + 1, n_threads, o.kv_type));
   std::vector<float> head_out;
-  for (int prec = 0; prec < 2; ++prec) {
+  for (int prec = 1; prec >= 0; --prec) {
     TRINE_RETURN_IF_ERROR(SetAll(model, units, prec == 1));
-    const int steps = prec == 1 ? max_steps : 3, reps = prec == 1 ? 2 : 1;
+    if (prec == 1) TRINE_RETURN_IF_ERROR(timer.Layers(samples[0].data(), prompt, 0, 0, nullptr, nullptr, nullptr));
+    const int steps = prec == 1 ? max_steps : 2, reps = prec == 1 ? 2 : 1;
     std::vector<double> best(U, INFINITY);
     for (int rep = 0; rep < reps; ++rep) {
       std::vector<double> secs(U, 0.0);
-      const int n0 = std::min(prompt, static_cast<int>(samples[0].size()));
-      TRINE_RETURN_IF_ERROR(timer.Layers(samples[0].data(), n0, 0, 0, nullptr, nullptr, nullptr));
       for (int i = 0; i < steps; ++i) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
-        TRINE_RETURN_IF_ERROR(timer.Layers(&t, 1, n0 + i, 0, nullptr, nullptr, &secs));
+        TRINE_RETURN_IF_ERROR(timer.Layers(&t, 1, prompt + i, 0, nullptr, nullptr, &secs));
         const auto h0 = Clock::now();
         timer.Head(timer.st.x.data(), 1, 1, &head_out);
         secs[L] += std::chrono::duration<double>(Clock::now() - h0).count();
@@ -710,10 +710,18 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
   for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
   PlanFromProfile(c, other > unit_bytes ? other - unit_bytes : 0, plan);
-  bool is_baseline = PlanKvType(*plan) == o.kv_type && PlanOutputType(*plan) == TypeId::kCount;
-  for (const auto& [t, prec] : plan->tensors) is_baseline = is_baseline && prec == "int8";
-  if (is_baseline) {
-    plan->kl_plan = plan->kl_all_int8;
+  // When the layers run as in the baseline (every layer matrix int8, the base KV type), only the
+  // head can differ: it runs on the recorded final streams.
+  bool layers_as_baseline = PlanKvType(*plan) == o.kv_type;
+  for (const PlanUnit& u : plan->units) {
+    for (const std::string& t : u.tensors) layers_as_baseline = layers_as_baseline && (u.layer < 0 || plan->tensors[t] == "int8");
+  }
+  if (layers_as_baseline && PlanOutputType(*plan) == TypeId::kCount && plan->units.back().precision == "int8") {
+    plan->kl_plan = plan->kl_all_int8;  // the plan is the baseline
+  } else if (layers_as_baseline) {
+    TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
+    runs.RunHead(trace, &cur);
+    plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(&cur)));
   } else {
     TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
     SampleRuns plan_runs;

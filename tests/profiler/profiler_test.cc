@@ -367,6 +367,11 @@ TEST(RealProfile, KlFiniteMaxKlRespectedAndFp32PlanExact) {
   EXPECT_LE(plan.pred_kl, plan.key.max_kl);
   EXPECT_GE(plan.kl_plan, 0.0);
   EXPECT_LT(plan.kl_plan, 2 * plan.key.max_kl + 1e-6);
+  {
+    double kl = -1;
+    ASSERT_TRUE(MeasurePlanKl(model.get(), options, plan, &kl).ok());
+    EXPECT_NEAR(plan.kl_plan, kl, 1e-6 * kl + 1e-12);
+  }
 
   // A plan applied to a loaded model gives the same logits as the same precisions given at load.
   {
@@ -494,8 +499,15 @@ TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
   options.n_threads = 1;
   Plan plan;
   plan.key.kv_type = "f16";
+  plan.key.output_type = "q8_0";  // the plan's layers run as the baseline's, its head does not
   plan.key.mem_budget = 1ull << 32;
   ASSERT_TRUE(ProfileModel(model.get(), options, &plan).ok());
+  ASSERT_EQ(plan.output_type, "q8_0");
+  for (const auto& [t, prec] : plan.tensors) {
+    if (t.rfind("blk.", 0) == 0) {
+      ASSERT_EQ(prec, "int8") << t;
+    }
+  }
   const auto samples = ProfileSamples(*model, options);
   ASSERT_EQ(samples.size(), 12u);
   std::vector<std::vector<int32_t>> contexts;
@@ -512,6 +524,13 @@ TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
     contexts.back().insert(contexts.back().end(), ids.begin(), ids.end());
   }
   ASSERT_EQ(contexts.size(), 2u);
+  // The plan check (whole passes, or the head alone when the layers run as in the baseline)
+  // equals MeasurePlanKl's whole passes.
+  {
+    double kl = -1;
+    ASSERT_TRUE(MeasurePlanKl(model.get(), options, plan, &kl).ok());
+    EXPECT_NEAR(plan.kl_plan, kl, 1e-6 * kl + 1e-12);
+  }
   const int V = model->config().n_vocab;
   // Log-probabilities at the scored positions with the model as it is; per sample the profiler
   // averages its rows, and both samples have the same number of rows.
