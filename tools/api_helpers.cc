@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include <unistd.h>
+
 #include "model_options.h"
 
 namespace trine::cli {
@@ -37,8 +39,17 @@ Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, Ap
     mp.mlock = pf.mlock;
     mp.plan_n_ctx = cp.n_ctx;
     mp.plan_n_threads = cp.n_threads;
+    if (pf.auto_plan && isatty(STDERR_FILENO) != 0) {
+      // A profile at load takes seconds on big models: one updating line (load, then profile).
+      mp.progress_callback = [](float f, void*) {
+        std::fprintf(stderr, "\rload/profile: %3d%%", static_cast<int>(f * 100.0f + 0.5f));
+        std::fflush(stderr);
+        return true;
+      };
+    }
   }
   model->reset(trine_model_load(path->c_str(), &mp));
+  if (mp.progress_callback != nullptr) std::fprintf(stderr, "\r%-24s\r", "");
   if (!*model) return LastApiError();
   if (plan_summary != nullptr) *plan_summary = trine_model_plan_summary(model->get());
   trine_context_params tcp = trine_context_default_params();

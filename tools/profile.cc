@@ -172,6 +172,7 @@ int RunProfile(int argc, char** argv) {
         std::fprintf(stderr, "profile: %3d%% %s\n", pct, stage.c_str());
       }
       std::fflush(stderr);
+      return true;
     };
   }
 

@@ -114,7 +114,9 @@ TRINE_API void trine_log_set(trine_log_callback callback, void* user_data);
 /* ---- Model -------------------------------------------------------------------------------- */
 
 /* Load progress in [0, 1]; return false to cancel the load (trine_model_load then returns NULL
- * with TRINE_ERROR_CANCELLED). Called on the loading thread. */
+ * with TRINE_ERROR_CANCELLED). Called on the loading thread. When auto_plan makes a profile at
+ * load, the profile reports through it too: a second pass from 0 to 1 after the load's (it can
+ * be cancelled the same way). */
 typedef bool (*trine_progress_callback)(float progress, void* user_data);
 
 typedef struct trine_model_params {

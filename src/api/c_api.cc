@@ -414,6 +414,12 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
     req.mlock = params->mlock;
     req.n_ctx = params->plan_n_ctx;
     req.n_threads = params->plan_n_threads;
+    if (params->progress_callback != nullptr) {
+      // A profile at load (auto_plan) reports through the same callback: a second pass 0 -> 1.
+      const trine_progress_callback cb = params->progress_callback;
+      void* ud = params->progress_user_data;
+      req.progress = [cb, ud](float f, const std::string&) { return cb(f, ud); };
+    }
     auto state = std::make_shared<ModelState>();
     trine::profiler::PlanOutcome outcome;
     trine::Status st = trine::profiler::LoadModelWithPlan(path, lo, req, &state->model, &outcome);

@@ -32,7 +32,8 @@ struct PlanRequest {
   int n_ctx = 0;            // the context the KV cache is budgeted for (0: training, <= 4096)
   KvType kv_type = KvType::kF16;
   int n_threads = 0;        // for profiling
-  std::function<void(float, const std::string&)> progress;  // profiling progress (may be empty)
+  // Profiling progress (may be empty; false stops the profile: the load fails with kCancelled).
+  std::function<bool(float, const std::string&)> progress;
 
   bool active() const { return mem_budget != 0 || auto_plan || !plan_path.empty(); }
 };

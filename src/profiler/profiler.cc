@@ -501,8 +501,10 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   const ModelConfig& c = model->config();
   const int n_threads = ResolveThreads(o.n_threads);
   const int scored = std::max(1, o.scored_positions);
+  // Reports progress; a callback returning false stops the profile (kCancelled).
   auto progress = [&](float f, const std::string& stage) {
-    if (o.progress) o.progress(f, stage);
+    if (o.progress && !o.progress(f, stage)) return Status(StatusCode::kCancelled, "profiling cancelled");
+    return Status::Ok();
   };
   const auto samples = BuildSamples(*model, o.samples, o.seed, o.sample_tokens);
   std::vector<PlanUnit> units = BuildUnits(*model);
@@ -516,7 +518,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   // Baseline: the runtime's default, every matrix with quantized (int8) activations, the file's
   // head and the base KV type. Its residual stream entering every layer is kept (for 8 samples of
   // 12 tokens on a 2560-wide, 30-layer model: 96 x 31 x 2560 floats, 30 MB).
-  progress(0, "baseline (int8 activations)");
+  TRINE_RETURN_IF_ERROR(progress(0, "baseline (int8 activations)"));
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));
   TRINE_RETURN_IF_ERROR(model->SetOutputType(model->output_file_type()));
   SampleRuns runs;
@@ -547,7 +549,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   Prepared up;        // the unit's run, buffers reused from unit to unit
   Prepared head_ref;  // the file's head with fp32 activations (the head candidates' reference)
   for (size_t u = 0; u < U; ++u) {
-    progress(step / total_steps, "sensitivity of " + units[u].unit);
+    TRINE_RETURN_IF_ERROR(progress(step / total_steps, "sensitivity of " + units[u].unit));
     TRINE_RETURN_IF_ERROR(SetUnitPrecision(model, units[u], false));
     if (units[u].layer >= 0) {
       TRINE_RETURN_IF_ERROR(runs.RunFrom(units[u].layer, trace, &cur));
@@ -562,7 +564,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   }
 
   // The fp32 reference (every matrix fp32): what int8 everywhere costs, and the plan's check.
-  progress(step / total_steps, "fp32 reference");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "fp32 reference"));
   TRINE_RETURN_IF_ERROR(SetAll(model, units, false));
   TRINE_RETURN_IF_ERROR(runs.Run(&cur));
   const Prepared ref = runs.Prep(&cur);
@@ -591,7 +593,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   plan->topk_overlap = TopKOverlap(half_a, half_b, std::max(1, static_cast<int>(U) / 2));
 
   // KV cache candidates: only the cache type changes (the baseline's int8 activations).
-  progress(step / total_steps, "KV cache candidates");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "KV cache candidates"));
   const int key_ctx = plan->key.n_ctx > 0 ? plan->key.n_ctx : std::min(c.n_ctx_train, 4096);
   plan->kv_candidates.clear();
   for (KvType t : kv_cands) {
@@ -611,7 +613,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   // Head candidates: the head requantized to each type with its quantized activations (the
   // kernel llama.cpp would run), on the baseline's final streams, against the file's head with
   // fp32 activations; and its time per token.
-  progress(step / total_steps, "output head candidates");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "output head candidates"));
   const PlanUnit& head_unit = units.back();
   const TypeId file_head = model->output_file_type();
   plan->output_file_type = TypeName(file_head);
@@ -659,7 +661,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   // cache's contents do not change the time): int8, the fastest of 2 runs of 8 tokens (timing
   // noise is one-sided); fp32, one run of 2 (its decode is ~10x slower and bound by dequantizing
   // the weights, which varies little). Every run decodes at the positions after the prompt.
-  progress(step / total_steps, "layer timings");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "layer timings"));
   const int prompt = std::min(8, static_cast<int>(samples[0].size())), max_steps = 8;
   LayerRunner timer;
   TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + max_steps + 1, n_threads, o.kv_type));
@@ -685,7 +687,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   step += 1;
   // Whole-token decode speed in the default precision: what the units' times leave out
   // (embedding, sampling) is the same in every precision, so the all-fp32 prediction follows.
-  progress(step / total_steps, "decode speed");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "decode speed"));
   double tok_s_int8 = 0;
   TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 8, &tok_s_int8));
   double ms_int8 = 0, ms_fp32 = 0;
@@ -705,7 +707,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
 
   // Plan, and its measured KL against the fp32 reference (the baseline's when the plan is the
   // baseline: every unit int8, the base KV type, the file's head).
-  progress(step / total_steps, "plan check");
+  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "plan check"));
   uint64_t other = 0, unit_bytes = 0;
   for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
   for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
@@ -730,7 +732,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(&cur)));
   }
   plan->profile_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  progress(1, "done");
+  TRINE_RETURN_IF_ERROR(progress(1, "done"));
   return Status::Ok();
 }
 

@@ -33,8 +33,9 @@ struct ProfileOptions {
   KvType kv_type = KvType::kF16;
   int sample_tokens = 12;     // tokens per sample (random ones: BOS first; texts cut to this)
   int scored_positions = 4;   // last positions of each sample whose distributions are compared
-  // Called with (fraction done, stage); may be empty.
-  std::function<void(float, const std::string&)> progress;
+  // Called with (fraction done, stage); may be empty. Returning false stops the profile
+  // (ProfileModel then returns kCancelled).
+  std::function<bool(float, const std::string&)> progress;
 };
 
 // Profiles `model` (its activation precisions are restored afterwards): fills plan->units (kl,

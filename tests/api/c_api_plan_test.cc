@@ -3,7 +3,9 @@
 // streams every layer gives the logits of the plain load; a bad plan file is an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,50 @@ TEST(CApiPlan, TinyBudgetStreamsEveryLayerWithTheSameLogits) {
   EXPECT_EQ(PromptLogits(planned), PromptLogits(plain));
   trine_model_free(planned);
   trine_model_free(plain);
+}
+
+// auto_plan profiles at load and reports through the load's progress callback (a second pass
+// 0 -> 1); returning false during the profile cancels the load.
+struct ProgressLog {
+  std::vector<float> values;
+  int stop_after = -1;  // return false on this call (-1: never)
+};
+bool RecordProgress(float f, void* ud) {
+  auto* log = static_cast<ProgressLog*>(ud);
+  log->values.push_back(f);
+  return log->stop_after < 0 || static_cast<int>(log->values.size()) <= log->stop_after;
+}
+
+TEST(CApiPlan, AutoPlanProfilesWithProgressAndCancels) {
+  const std::string cache = trine::testing::TempPath("capi-auto-cache");
+  ASSERT_EQ(setenv("XDG_CACHE_HOME", cache.c_str(), 1), 0);
+  ProgressLog log;
+  trine_model_params mp = trine_model_default_params();
+  mp.auto_plan = true;
+  mp.no_plan_cache = true;
+  mp.plan_n_ctx = 64;
+  mp.plan_n_threads = 1;
+  mp.progress_callback = RecordProgress;
+  mp.progress_user_data = &log;
+  trine_model* m = trine_model_load(kPlanModel.c_str(), &mp);
+  ASSERT_NE(m, nullptr) << trine_last_error();
+  EXPECT_NE(std::string(trine_model_plan_summary(m)).find("profiled"), std::string::npos) << trine_model_plan_summary(m);
+  trine_model_free(m);
+  // Two passes: the load's values reach 1, then the profile's start again below 1 and reach 1.
+  size_t restarts = 0;
+  for (size_t i = 1; i < log.values.size(); ++i) restarts += log.values[i] < log.values[i - 1] ? 1 : 0;
+  EXPECT_EQ(restarts, 1u);
+  ASSERT_FALSE(log.values.empty());
+  EXPECT_FLOAT_EQ(log.values.back(), 1.0f);
+  // Stop a few calls into the profile.
+  const int load_calls = static_cast<int>(std::find(log.values.begin(), log.values.end(), 1.0f) - log.values.begin()) + 1;
+  ProgressLog stop;
+  stop.stop_after = load_calls + 3;
+  mp.progress_user_data = &stop;
+  EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_CANCELLED) << trine_last_error();
+  EXPECT_EQ(static_cast<int>(stop.values.size()), load_calls + 4);
+  unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(CApiPlan, BadPlanArgumentsAreErrors) {
