@@ -82,6 +82,14 @@ std::vector<PlanUnit> BuildUnits(const Model& model) {
   return units;
 }
 
+// Bytes of the file's tensors outside the units' matrices (norms, embedding when untied, ...).
+uint64_t OtherWeightBytes(const Model& model, const std::vector<PlanUnit>& units) {
+  uint64_t all = 0, in_units = 0;
+  for (const GgufTensorInfo& t : model.file().tensors()) all += t.n_bytes;
+  for (const PlanUnit& u : units) in_units += u.weight_bytes;
+  return all > in_units ? all - in_units : 0;
+}
+
 Status SetUnitPrecision(Model* model, const PlanUnit& u, bool int8) {
   for (const std::string& t : u.tensors) TRINE_RETURN_IF_ERROR(model->SetF32Activations(t, !int8));
   return Status::Ok();
@@ -224,15 +232,12 @@ struct LayerRunner {
     return Status::Ok();
   }
 
-  // Logits of the last `rows` of the `n` final-stream rows at `x` (n x E) into *out (rows x V).
-  void Head(const float* x, int n, int rows, std::vector<float>* out) {
+  // Logits of the `rows` final-stream rows at `x` (rows x E) into *out (rows x V).
+  void Head(const float* x, int rows, std::vector<float>* out) {
     const ModelConfig& c = m->config();
-    const size_t E = static_cast<size_t>(c.n_embd);
-    rows = std::min(rows, n);
-    normed.resize(static_cast<size_t>(rows) * E);
+    normed.resize(static_cast<size_t>(rows) * static_cast<size_t>(c.n_embd));
     out->resize(static_cast<size_t>(rows) * static_cast<size_t>(c.n_vocab));
-    ops::RmsNorm(x + static_cast<size_t>(n - rows) * E, m->output_norm().data(), normed.data(), rows, c.n_embd,
-                 c.rms_eps);
+    ops::RmsNorm(x, m->output_norm().data(), normed.data(), rows, c.n_embd, c.rms_eps);
     ops::MatMul(m->output(), normed.data(), out->data(), rows, &st.act, st.n_threads);
   }
 };
@@ -319,7 +324,7 @@ struct SampleRuns {
       std::copy(x + static_cast<size_t>(g.rows[i]) * E, x + static_cast<size_t>(g.rows[i] + 1) * E,
                 gathered.begin() + static_cast<ptrdiff_t>(i * E));
     }
-    runner.Head(gathered.data(), static_cast<int>(g.rows.size()), static_cast<int>(g.rows.size()), &logits);
+    runner.Head(gathered.data(), static_cast<int>(g.rows.size()), &logits);
     // Reusing the vectors: fresh ones (~100 MB a pass on a big vocabulary) would be page faults.
     if (out->size() < *s + g.n_rows.size()) out->resize(*s + g.n_rows.size());
     size_t r = 0;
@@ -677,7 +682,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
         TRINE_RETURN_IF_ERROR(timer.Layers(&t, 1, prompt + i, 0, nullptr, nullptr, &secs));
         const auto h0 = Clock::now();
-        timer.Head(timer.st.x.data(), 1, 1, &head_out);
+        timer.Head(timer.st.x.data(), 1, &head_out);
         secs[L] += std::chrono::duration<double>(Clock::now() - h0).count();
       }
       for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
@@ -705,27 +710,18 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   plan->tokens_per_sample = static_cast<int>(tok_total / samples.size());
   plan->n_threads = n_threads;
 
-  // Plan, and its measured KL against the fp32 reference (the baseline's when the plan is the
-  // baseline: every unit int8, the base KV type, the file's head).
+  // Plan, and its measured KL against the fp32 reference.
   TRINE_RETURN_IF_ERROR(progress(step / total_steps, "plan check"));
-  uint64_t other = 0, unit_bytes = 0;
-  for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
-  for (const PlanUnit& u : units) unit_bytes += u.weight_bytes;
-  PlanFromProfile(c, other > unit_bytes ? other - unit_bytes : 0, plan);
-  // When the layers run as in the baseline (every layer matrix int8, the base KV type), only the
-  // head can differ: it runs on the recorded final streams.
+  PlanFromProfile(c, OtherWeightBytes(*model, units), plan);
+  // When the layers run as in the baseline (every layer int8, the base KV type), only the head
+  // can differ: it runs on the recorded final streams.
   bool layers_as_baseline = PlanKvType(*plan) == o.kv_type;
-  for (const PlanUnit& u : plan->units) {
-    for (const std::string& t : u.tensors) layers_as_baseline = layers_as_baseline && (u.layer < 0 || plan->tensors[t] == "int8");
-  }
-  if (layers_as_baseline && PlanOutputType(*plan) == TypeId::kCount && plan->units.back().precision == "int8") {
-    plan->kl_plan = plan->kl_all_int8;  // the plan is the baseline
-  } else if (layers_as_baseline) {
-    TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
+  for (const PlanUnit& u : plan->units) layers_as_baseline = layers_as_baseline && (u.layer < 0 || u.precision == "int8");
+  TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
+  if (layers_as_baseline) {
     runs.RunHead(trace, &cur);
     plan->kl_plan = Mean(runs.Kl(ref, runs.Prep(&cur)));
   } else {
-    TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(*plan, model));
     SampleRuns plan_runs;
     TRINE_RETURN_IF_ERROR(plan_runs.Init(model, samples, scored, n_threads, PlanKvType(*plan)));
     TRINE_RETURN_IF_ERROR(plan_runs.Run(&cur));
@@ -885,10 +881,7 @@ void PlacePlan(const ModelConfig& c, uint64_t other_weight_bytes, Plan* plan) {
 Status UniformPlan(Model* model, bool int8, TypeId head, KvType kv, Plan* plan) {
   const ModelConfig& c = model->config();
   plan->units = BuildUnits(*model);
-  uint64_t other = 0, unit_bytes = 0;
-  for (const GgufTensorInfo& t : model->file().tensors()) other += t.n_bytes;
-  for (const PlanUnit& u : plan->units) unit_bytes += u.weight_bytes;
-  other = other > unit_bytes ? other - unit_bytes : 0;
+  const uint64_t other = OtherWeightBytes(*model, plan->units);
   const TypeId file_head = model->output_file_type();
   if (head == TypeId::kCount) head = file_head;
   plan->output_file_type = TypeName(file_head);
