@@ -694,6 +694,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   // (embedding, sampling) is the same in every precision, so the all-fp32 prediction follows.
   TRINE_RETURN_IF_ERROR(progress(step / total_steps, "decode speed"));
   double tok_s_int8 = 0;
+  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));  // the timings ended in fp32
   TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 8, &tok_s_int8));
   double ms_int8 = 0, ms_fp32 = 0;
   for (const PlanUnit& u : units) {
