@@ -15,6 +15,7 @@
 
 #include "core/fp16.h"
 #include "cpu_features.h"
+#include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
 #include "tensor/blocks.h"
@@ -51,8 +52,7 @@ void MakeMatrix(int64_t rows, int64_t cols, bool raw, std::mt19937* rng, Matrix*
       std::memcpy(m->plain.data() + static_cast<size_t>(i) * sizeof(BlockTQ2_0), &b, sizeof(b));
     }
   } else {
-    std::vector<float> wf(static_cast<size_t>(rows * cols));
-    for (auto& v : wf) v = static_cast<float>(static_cast<int>((*rng)() % 3) - 1) * 0.037f;
+    const std::vector<float> wf = RandomTernaryWeights(rows * cols, rng, 0.037f);
     ASSERT_TRUE(QuantizeTensor(TypeId::kTQ2_0, wf.data(), rows * cols, cols, m->plain.data()).ok());
   }
   WeightView w;
@@ -94,7 +94,7 @@ bool SameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 std::vector<float> RunAmx(const WeightView& w, const std::vector<uint8_t>& xq, int n_tokens, int64_t ldy, int parts,
                           bool chunked) {
   const size_t act = ActivationBytes(TypeId::kTQ2_0, w.cols);
-  std::vector<float> y(static_cast<size_t>(ldy * n_tokens), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> y(static_cast<size_t>(ldy * n_tokens), Nan());
   const int64_t n_chunks = (w.rows + 15) / 16;
   for (int p = 0; p < parts; ++p) {
     int64_t r0 = w.rows * p / parts, r1 = w.rows * (p + 1) / parts;
@@ -153,7 +153,7 @@ TEST(AmxConformance, TokenCountsAndRowSplits) {
                                         << (edge ? " edge" : ""));
       const std::vector<uint8_t> xq = MakeActivations(s.cols, n, edge, &rng);
       const int64_t ldy = s.rows + 3;
-      std::vector<float> want(static_cast<size_t>(ldy * n), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> want(static_cast<size_t>(ldy * n), Nan());
       GemmRef(m.w_plain, xq.data(), ActivationBytes(TypeId::kTQ2_0, s.cols), n, want.data(), ldy, 0, s.rows, 0.75f);
       for (int parts : {1, 2, 3}) {
         for (bool chunked : {false, true}) {
@@ -182,7 +182,7 @@ TEST(AmxConformance, EdgeShapes) {
       MakeMatrix(s.rows, s.cols, raw, &rng, &m);
       const std::vector<uint8_t> xq = MakeActivations(s.cols, s.n, true, &rng);
       const int64_t ldy = s.rows + 5;
-      std::vector<float> want(static_cast<size_t>(ldy * s.n), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> want(static_cast<size_t>(ldy * s.n), Nan());
       GemmRef(m.w_plain, xq.data(), ActivationBytes(TypeId::kTQ2_0, s.cols), s.n, want.data(), ldy, 0, s.rows, 0.75f);
       for (int parts : {1, 3}) {
         ExpectBitsEqual(RunAmx(m.w, xq, s.n, ldy, parts, false), want, ldy, s.rows, s.n, 0, s.rows, "amx vs ref");
@@ -211,13 +211,13 @@ TEST(AmxConformance, RealShapes) {
       const size_t act = ActivationBytes(TypeId::kTQ2_0, s.cols);
       const int64_t ldy = s.rows + 1;
       const std::vector<float> got = RunAmx(m.w, xq, n, ldy, 2, true);
-      std::vector<float> avx(static_cast<size_t>(ldy * n), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> avx(static_cast<size_t>(ldy * n), Nan());
       GetKernelTable(Isa::kAvx512).tq2_int8dot(m.w, xq.data(), act, n, avx.data(), ldy, 0, s.rows, 0.75f);
       ExpectBitsEqual(got, avx, ldy, s.rows, n, 0, s.rows, "amx vs avx512 x16");
       if (HasFatalFailure()) return;
       const int64_t ranges[3][2] = {{0, 40}, {s.rows / 2 - 9, s.rows / 2 + 23}, {s.rows - 37, s.rows}};
       for (const auto& rr : ranges) {
-        std::vector<float> want(static_cast<size_t>(ldy * n), std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> want(static_cast<size_t>(ldy * n), Nan());
         GemmRef(m.w_plain, xq.data(), act, n, want.data(), ldy, rr[0], rr[1], 0.75f);
         ExpectBitsEqual(got, want, ldy, s.rows, n, rr[0], rr[1], "amx vs ref");
         if (HasFatalFailure()) return;
@@ -235,7 +235,7 @@ TEST(AmxConformance, PlainRowsFallBack) {
   const int n = 32;
   const std::vector<uint8_t> xq = MakeActivations(512, n, false, &rng);
   const int64_t ldy = 41;
-  std::vector<float> want(static_cast<size_t>(ldy * n), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> want(static_cast<size_t>(ldy * n), Nan());
   GemmRef(m.w_plain, xq.data(), ActivationBytes(TypeId::kTQ2_0, 512), n, want.data(), ldy, 0, 40, 0.75f);
   ExpectBitsEqual(RunAmx(m.w_plain, xq, n, ldy, 2, false), want, ldy, 40, n, 0, 40, "plain rows");
 }

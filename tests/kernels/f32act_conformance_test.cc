@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
 #include "tensor/dtype.h"
@@ -35,7 +36,6 @@ struct Case {
   bool x16 = false;
 };
 
-float Nan() { return std::numeric_limits<float>::quiet_NaN(); }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -68,8 +68,11 @@ TEST_P(F32ActConformance, MatchesReference) {
                                       << " tokens " << s.n_tokens);
     const int64_t n = s.rows * s.cols;
     std::vector<float> wf(static_cast<size_t>(n));
-    for (auto& v : wf) v = c.type == TypeId::kTQ2_0 ? static_cast<float>(static_cast<int>(rng() % 3) - 1) * 0.037f
-                                                    : nd(rng);
+    if (c.type == TypeId::kTQ2_0) {
+      wf = RandomTernaryWeights(n, &rng, 0.037f);
+    } else {
+      for (auto& v : wf) v = nd(rng);
+    }
     uint64_t bytes = 0;
     ASSERT_TRUE(TensorBytes(c.type, n, &bytes));
     std::vector<uint8_t> wq(bytes);

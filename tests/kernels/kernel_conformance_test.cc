@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
 #include "tensor/dtype.h"
@@ -30,12 +31,6 @@ struct Case {
   TernaryVariant variant;
   bool x16 = false;  // also interleave to the TQ2_0 x16 layout (where the ISA's kernel reads it)
 };
-
-std::vector<float> RandomTernaryWeights(int64_t n, std::mt19937* rng, float scale) {
-  std::vector<float> w(static_cast<size_t>(n));
-  for (auto& v : w) v = static_cast<float>(static_cast<int>((*rng)() % 3) - 1) * scale;
-  return w;
-}
 
 std::vector<float> RandomActivations(int64_t n, std::mt19937* rng, bool edge) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
