@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
 #include "tensor/dtype.h"
@@ -134,7 +135,6 @@ class QuantsConformance : public ::testing::TestWithParam<std::tuple<Isa, TypeId
 
 TEST_P(QuantsConformance, BitIdenticalToReference) {
   const auto [isa, type] = GetParam();
-  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
   std::mt19937 rng(20260807u + static_cast<unsigned>(type));
   for (const Shape& s : kShapes) {
     for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng);
@@ -157,7 +157,6 @@ TEST_P(QuantsConformance, BitIdenticalToReference) {
 // Every token count 1..130 on one ragged shape (tile and token-group edges, both code paths).
 TEST_P(QuantsConformance, EveryTokenCount) {
   const auto [isa, type] = GetParam();
-  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
   std::mt19937 rng(7u + static_cast<unsigned>(type));
   for (int nt = 1; nt <= 130; ++nt) CheckShape(isa, type, Shape{11, 512, nt}, nt % 5 == 0, &rng);
   if (WantsX16(type, isa, TernaryVariant::kDefault)) {
@@ -169,7 +168,6 @@ TEST_P(QuantsConformance, EveryTokenCount) {
 // prefill batch.
 TEST_P(QuantsConformance, ModelShapes) {
   const auto [isa, type] = GetParam();
-  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not available on this CPU/build";
   std::mt19937 rng(99u + static_cast<unsigned>(type));
   for (const Shape& s : {Shape{40, 2560, 1}, Shape{24, 6912, 2}, Shape{32, 2048, 1}, Shape{16, 8192, 33},
                          Shape{48, 2560, 128}}) {
@@ -179,7 +177,7 @@ TEST_P(QuantsConformance, ModelShapes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, QuantsConformance,
-                         ::testing::Combine(::testing::Values(Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon),
+                         ::testing::Combine(::testing::ValuesIn(AvailableIsas()),
                                             ::testing::Values(TypeId::kQ4_0, TypeId::kQ8_0, TypeId::kQ4_K,
                                                               TypeId::kQ6_K)),
                          [](const ::testing::TestParamInfo<std::tuple<Isa, TypeId>>& pi) {
