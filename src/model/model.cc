@@ -242,14 +242,33 @@ Status Model::SetF32Activations(const std::string& tensor, bool on) {
   return InvalidArgument("no weight matrix named '" + tensor + "'");
 }
 
+void Model::DropSpareOutputHead() {
+  output_spare_type_ = TypeId::kCount;
+  output_spare_data_.clear();
+  output_spare_data_.shrink_to_fit();
+}
+
 Status Model::SetOutputType(TypeId type) {
   if (type == TypeId::kCount) return InvalidArgument("no output type given");
+  if (type == output_.type) return Status::Ok();
   const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
   const bool f32_act = output_.f32_activations;
+  // The head being left becomes the spare (the file's own needs no copy).
+  const TypeId leaving = output_.type == output_file_.type ? TypeId::kCount : output_.type;
+  const kernels::WeightView leaving_view = output_;
   if (type == output_file_.type) {
     output_ = output_file_;
+    output_spare_type_ = leaving;
+    output_spare_ = leaving_view;
+    output_spare_data_.swap(output_requant_);
     output_requant_.clear();
     output_requant_.shrink_to_fit();
+  } else if (type == output_spare_type_) {
+    output_ = output_spare_;
+    output_spare_type_ = leaving;
+    output_spare_ = leaving_view;
+    output_spare_data_.swap(output_requant_);  // moving keeps the buffers the views point into
+    if (leaving == TypeId::kCount) DropSpareOutputHead();
   } else {
     const TypeTraits& src = GetTypeTraits(output_file_.type);
     const TypeTraits& dst = GetTypeTraits(type);
@@ -261,6 +280,13 @@ Status Model::SetOutputType(TypeId type) {
                              std::to_string(output_file_.cols) + " values are not a whole number of " +
                              std::to_string(dst.block_elems) + "-value blocks");
     }
+    // The head being left replaces the old spare before the new buffer is allocated (at most two
+    // requantized heads exist at once, as when switching without a spare).
+    output_spare_type_ = leaving;
+    output_spare_ = leaving_view;
+    output_spare_data_.swap(output_requant_);
+    output_requant_.clear();
+    output_requant_.shrink_to_fit();
     const size_t row_bytes = static_cast<size_t>(output_file_.cols / dst.block_elems * dst.block_bytes);
     std::vector<uint8_t> buf(row_bytes * static_cast<size_t>(output_file_.rows));
     const kernels::WeightView from = output_file_;

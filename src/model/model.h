@@ -131,8 +131,12 @@ class Model {
   // unaffected) from the file's weights to `type` and rebinds its kernel; the file's own type
   // restores the original view. The activation precision setting is kept. Errors when the row
   // length is not a whole number of the type's blocks or the type has no row quantizer. For
-  // profilers and loaders: call only while no context of this model is decoding.
+  // profilers and loaders: call only while no context of this model is decoding. The head it
+  // switches away from, when requantized, is kept as a spare, so switching back (a profiler
+  // trying candidates, then applying its plan) swaps it in instead of requantizing again;
+  // DropSpareOutputHead frees it.
   Status SetOutputType(TypeId type);
+  void DropSpareOutputHead();
   TypeId output_type() const { return output_.type; }
   TypeId output_file_type() const { return output_file_.type; }
   // Bytes of the head's weights as bound now.
@@ -163,6 +167,11 @@ class Model {
   kernels::WeightView output_;
   kernels::WeightView output_file_;    // the head as in the file (SetOutputType's source)
   std::vector<uint8_t> output_requant_;  // owned requantized head
+  // The requantized head SetOutputType switched away from last (kCount: none): its type, its
+  // view (pointing into output_spare_data_) and buffer.
+  TypeId output_spare_type_ = TypeId::kCount;
+  kernels::WeightView output_spare_;
+  std::vector<uint8_t> output_spare_data_;
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;

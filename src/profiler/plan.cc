@@ -440,6 +440,7 @@ Status PlanPlacements(const Plan& plan, int n_layer, std::vector<Placement>* out
 
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary) {
   TRINE_RETURN_IF_ERROR(ApplyPlanPrecisions(plan, model));
+  model->DropSpareOutputHead();  // the plan's head is the one that stays
   std::vector<Placement> placements;
   TRINE_RETURN_IF_ERROR(PlanPlacements(plan, model->config().n_layer, &placements));
   const int locked0 = model->mlock_ok(), failed0 = model->mlock_failed();

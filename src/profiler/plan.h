@@ -191,8 +191,9 @@ Status PlanPlacements(const Plan& plan, int n_layer, std::vector<Placement>* out
 
 // Sets each tensor's activation precision and the head type as the plan says (unknown names are
 // errors), and each layer's placement (Model::SetLayerPlacement: resident prefaulted and, with
-// try_mlock, locked; page_cache mapped; streamed unmapped and read through a ring). *summary
-// receives a one-line account.
+// try_mlock, locked; page_cache mapped; streamed unmapped and read through a ring), and frees
+// the model's spare head (a profile's last requantized candidate). *summary receives a one-line
+// account.
 Status ApplyPlan(const Plan& plan, Model* model, bool try_mlock, std::string* summary);
 
 // One line: placements, precisions, planned memory against the budget.

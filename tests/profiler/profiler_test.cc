@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/test_util.h"
@@ -291,6 +292,7 @@ TEST(OutputType, RequantizedHeadIsCloseAndRestores) {
     return std::vector<float>(ctx->logits(0), ctx->logits(0) + ctx->n_vocab());
   };
   const std::vector<float> f16 = logits(*model);
+  std::map<TypeId, std::vector<float>> by_type;
   for (TypeId t : {TypeId::kQ8_0, TypeId::kQ6_K, TypeId::kQ4_0}) {
     SCOPED_TRACE(TypeName(t));
     ASSERT_TRUE(model->SetOutputType(t).ok());
@@ -301,6 +303,7 @@ TEST(OutputType, RequantizedHeadIsCloseAndRestores) {
     for (size_t i = 0; i < q.size(); ++i) max_diff = std::max(max_diff, std::fabs(q[i] - f16[i]));
     EXPECT_GT(max_diff, 0.0f);
     EXPECT_LT(max_diff, t == TypeId::kQ4_0 ? 1.5f : 0.5f);
+    by_type[t] = q;
     // The same type given at load gives the same logits.
     ModelLoadOptions lo;
     lo.output_type = t;
@@ -308,6 +311,19 @@ TEST(OutputType, RequantizedHeadIsCloseAndRestores) {
     ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), lo, &at_load).ok());
     EXPECT_EQ(logits(*at_load), q);
   }
+  ASSERT_TRUE(model->SetOutputType(TypeId::kF16).ok());
+  EXPECT_EQ(logits(*model), f16);
+  // Switching back and forth swaps in the spare head (the last one left) or requantizes again:
+  // the same logits either way, and the same bytes as bound.
+  for (TypeId t : {TypeId::kQ4_0, TypeId::kQ8_0, TypeId::kQ4_0, TypeId::kF16, TypeId::kQ8_0, TypeId::kQ6_K}) {
+    SCOPED_TRACE(std::string("again ") + TypeName(t));
+    ASSERT_TRUE(model->SetOutputType(t).ok());
+    EXPECT_EQ(model->output_type(), t);
+    EXPECT_EQ(logits(*model), t == TypeId::kF16 ? f16 : by_type[t]);
+  }
+  model->DropSpareOutputHead();
+  ASSERT_TRUE(model->SetOutputType(TypeId::kQ8_0).ok());
+  EXPECT_EQ(logits(*model), by_type[TypeId::kQ8_0]);
   ASSERT_TRUE(model->SetOutputType(TypeId::kF16).ok());
   EXPECT_EQ(logits(*model), f16);
   const Status st = model->SetOutputType(TypeId::kI2_S);
