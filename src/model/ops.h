@@ -10,8 +10,12 @@
 
 namespace trine::ops {
 
-// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; the sum of squares is accumulated in double.
-void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, float eps);
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; the sum of squares is accumulated in double
+// (8 interleaved partial sums added in a fixed order). Rows are split across n_threads.
+void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, float eps, int n_threads = 1);
+
+// x[i] += y[i] for i < n (the residual connection), split across n_threads.
+void AddInPlace(float* x, const float* y, int64_t n, int n_threads = 1);
 
 // y (n_tokens, w.rows) = x (n_tokens, w.cols) @ W^T, times `scale`. `act` is scratch of at least
 // n_tokens * ActivationBytes(w.type, w.cols) bytes.
@@ -37,8 +41,8 @@ void Rope(float* x, int n_heads, int head_dim, int pos, const RopeParams& p);
 // e^x by polynomial (max error ~1.5 ulp); the approximation llama.cpp's vectorised SiLU uses.
 float ExpfPoly(float x);
 // out = silu(gate) * up (llama SwiGLU) over n_tokens rows of dim values.
-void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim);
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim, int n_threads = 1);
 // out = relu(gate)^2 * up (BitNet b1.58's squared-ReLU gated FFN).
-void ReluSqrGlu(const float* gate, const float* up, float* out, int64_t n);
+void ReluSqrGlu(const float* gate, const float* up, float* out, int64_t n, int n_threads = 1);
 
 }  // namespace trine::ops

@@ -237,7 +237,7 @@ struct LayerRunner {
     const ModelConfig& c = m->config();
     normed.resize(static_cast<size_t>(rows) * static_cast<size_t>(c.n_embd));
     out->resize(static_cast<size_t>(rows) * static_cast<size_t>(c.n_vocab));
-    ops::RmsNorm(x, m->output_norm().data(), normed.data(), rows, c.n_embd, c.rms_eps);
+    ops::RmsNorm(x, m->output_norm().data(), normed.data(), rows, c.n_embd, c.rms_eps, st.n_threads);
     ops::MatMul(m->output(), normed.data(), out->data(), rows, &st.act, st.n_threads);
   }
 };

@@ -266,7 +266,7 @@ Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int l
   const int rows = n - first;
   final_norm_.resize(static_cast<size_t>(rows) * E);
   ops::RmsNorm(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(), rows,
-               c.n_embd, c.rms_eps);
+               c.n_embd, c.rms_eps, st.n_threads);
   ops::MatMul(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows,
               &st.act, st.n_threads);
   n_past_ += n;
@@ -286,18 +286,21 @@ void AttentionOverCache(ForwardState& st, int layer) {
   rp.neox = c.rope_neox;
   rp.freq_factors = st.model->rope_freqs().empty() ? nullptr : st.model->rope_freqs().data();
   KvCache& kv = *st.kv;
-  for (int t = 0; t < st.n_tokens; ++t) {
-    const int pos = st.n_past + t;
-    ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
-    ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
-    kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
-  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n_items = st.n_tokens * c.n_head;
   const kernels::AttnFn attn = kernels::SelectAttn(st.model->isa());
   const bool f32_cache = kv.type == KvType::kF32;
 #pragma omp parallel num_threads(st.n_threads)
   {
+    // RoPE and the cache rows of each token (distinct rows per token), then attention once
+    // every row is stored (the implicit barrier).
+#pragma omp for schedule(static)
+    for (int t = 0; t < st.n_tokens; ++t) {
+      const int pos = st.n_past + t;
+      ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
+      ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
+      kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
+    }
     std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
 #pragma omp for schedule(static)
     for (int item = 0; item < n_items; ++item) {

@@ -13,29 +13,29 @@ void BitnetLayer(ForwardState& st, int layer) {
   const int n = st.n_tokens;
   const int64_t E = c.n_embd, F = c.n_ff;
 
-  ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps, st.n_threads);
   const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
   float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
   const float qkv_scale[] = {w.s_q, w.s_k, w.s_v};
   ops::MatMulShared(qkv, qkv_out, qkv_scale, 3, st.xb.data(), n, &st.act, st.n_threads);
   AttentionOverCache(st, layer);
-  ops::RmsNorm(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps);
+  ops::RmsNorm(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps, st.n_threads);
   ops::MatMul(w.wo, st.att.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_o);
-  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+  ops::AddInPlace(st.x.data(), st.proj.data(), n * E, st.n_threads);
 
-  ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+  ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps, st.n_threads);
   const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
   float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
   const float gate_up_scale[] = {w.s_gate, w.s_up};
   ops::MatMulShared(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), n, &st.act, st.n_threads);
   if (c.arch == Arch::kBitnetB158) {
-    ops::ReluSqrGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n * F);
+    ops::ReluSqrGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n * F, st.n_threads);
   } else {
-    ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
+    ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F, st.n_threads);
   }
-  ops::RmsNorm(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps);
+  ops::RmsNorm(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps, st.n_threads);
   ops::MatMul(w.w_down, st.hb.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_down);
-  for (int64_t i = 0; i < n * E; ++i) st.x[static_cast<size_t>(i)] += st.proj[static_cast<size_t>(i)];
+  ops::AddInPlace(st.x.data(), st.proj.data(), n * E, st.n_threads);
 }
 
 }  // namespace trine
