@@ -7,7 +7,8 @@
 //
 // Run: ./build/bench/kernels_bench --benchmark_counters_tabular=true [--benchmark_filter=q6_K]
 //      [--benchmark_out=k.json --benchmark_out_format=json]
-// Name: gemm/<weight type>[_mulfree|_x16|_x16_amx]/<isa>/<model>.<tensor>/t<tokens> (gemm_f32act/...:
+// Name: quantize_act/<q8_K|q8_0|f16>/<isa>/<row length> (activation quantization, one row), or
+// gemm/<weight type>[_mulfree|_x16|_x16_amx]/<isa>/<model>.<tensor>/t<tokens> (gemm_f32act/...:
 // fp32 activations). The weights of one matrix
 // are rebuilt only when the type or shape changes (the LM head is ~0.3 GB).
 #include <benchmark/benchmark.h>
@@ -21,6 +22,7 @@
 #include "kernels.h"
 #include "repack.h"
 #include "tensor/dtype.h"
+#include "tensor/quantize_ref.h"
 
 namespace {
 
@@ -164,9 +166,48 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
   state.SetLabel(kname);
 }
 
+// One row of activations quantized (KernelTable::quantize_*; "ref" is the scalar reference,
+// QuantizeActivationsRef's function): normal values, the row lengths of the BitNet 2B matmul
+// inputs. Counter: GB/s of fp32 input read.
+void BM_QuantizeAct(benchmark::State& state, Isa isa, int kind, int64_t n) {
+  const trine::kernels::QuantizeActFn ref_fns[] = {trine::QuantizeRowQ8_K, trine::kernels::QuantizeRowQ8_0Act,
+                                                   trine::QuantizeRowF16};
+  const trine::kernels::QuantizeActFn table_fns[] = {trine::kernels::GetKernelTable(isa).quantize_q8_K,
+                                                     trine::kernels::GetKernelTable(isa).quantize_q8_0,
+                                                     trine::kernels::GetKernelTable(isa).quantize_f16};
+  const trine::kernels::QuantizeActFn fn = isa == Isa::kRef ? ref_fns[kind] : table_fns[kind];
+  std::vector<float> x(static_cast<size_t>(n));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  std::vector<uint8_t> dst(static_cast<size_t>(n) * 4);
+  for (auto _ : state) {
+    fn(x.data(), dst.data(), n);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n) * 4.0 * static_cast<double>(state.iterations()),
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Activation quantization: quantize_act/<q8_K|q8_0|f16>/<isa>/<row length>.
+  const char* const kinds[] = {"q8_K", "q8_0", "f16"};
+  for (int kind = 0; kind < 3; ++kind) {
+    for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+      if (!trine::kernels::IsaSupported(isa)) continue;
+      const trine::kernels::KernelTable& t = trine::kernels::GetKernelTable(isa);
+      const trine::kernels::QuantizeActFn e[] = {t.quantize_q8_K, t.quantize_q8_0, t.quantize_f16};
+      if (isa != Isa::kRef && e[kind] == nullptr) continue;
+      for (int64_t n : {int64_t{2560}, int64_t{6912}}) {
+        const std::string name = std::string("quantize_act/") + kinds[kind] + "/" + trine::kernels::IsaName(isa) +
+                                 "/" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), BM_QuantizeAct, isa, kind, n)->Unit(benchmark::kNanosecond);
+      }
+    }
+  }
   for (const Shape& s : kShapes) {
     for (const Variant& v : kVariants) {
       if (s.output && !v.head_type) continue;

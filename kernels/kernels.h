@@ -24,6 +24,11 @@ enum class TernaryVariant {
   kMulFree,   // masked add/sub of int16-widened activations under the +1/-1 bit-planes
 };
 
+// One row of activations quantized for a weight type (n a multiple of the block size: 256 for
+// Q8_K, 32 for Q8_0), byte-identical to the scalar reference (QuantizeRowQ8_K, QuantizeRowQ8_0Act,
+// QuantizeRowF16) for every input, NaN, inf and denormals included.
+using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
+
 struct KernelTable {
   Isa isa = Isa::kRef;
   GemmFn tq2_int8dot = nullptr;  // TQ2_0 blocks x Q8_K activations
@@ -35,6 +40,9 @@ struct KernelTable {
   GemmFn q6_K = nullptr;         // Q6_K x Q8_K
   GemmFn f32 = nullptr;          // F32 weights x fp32 activations
   GemmFn f32_act = nullptr;      // any weight x fp32 activations (WeightView::f32_activations)
+  QuantizeActFn quantize_q8_K = nullptr;  // activations for TQ1_0/TQ2_0/Q4_K/Q6_K (QuantizeActivations)
+  QuantizeActFn quantize_q8_0 = nullptr;  // activations for Q4_0/Q8_0
+  QuantizeActFn quantize_f16 = nullptr;   // activations for F16
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).

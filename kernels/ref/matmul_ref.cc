@@ -8,6 +8,7 @@
 #include "core/fp16.h"
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
+#include "kernels.h"
 
 namespace trine::kernels {
 namespace {
@@ -18,9 +19,13 @@ struct I8RowHeader {
   int32_t sum;      // sum of q, for the (c - 1) code offset
 };
 
+}  // namespace
+
 // Q8_0 activations as llama.cpp's AVX quantize_row_q8_0: id = 127/amax (not 1/fp16(d)),
-// round half to even.
-void QuantizeQ8_0Act(const float* x, int64_t n, BlockQ8_0* b) {
+// round half to even. The float-to-int8 cast of an out-of-range value (NaN or inf times id) is
+// the compiler's conversion to int32 then the low byte; the vector versions reproduce it.
+void QuantizeRowQ8_0Act(const float* x, void* dst, int64_t n) {
+  BlockQ8_0* b = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / kQK8_0; ++i) {
     const float* xb = x + i * kQK8_0;
     float amax = 0.0f;
@@ -31,6 +36,8 @@ void QuantizeQ8_0Act(const float* x, int64_t n, BlockQ8_0* b) {
     for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
   }
 }
+
+namespace {
 
 float DotTQ2_0(const BlockTQ2_0* w, const BlockQ8_K* a, int64_t nb) {
   float acc = 0.0f;
@@ -198,6 +205,37 @@ int64_t ActivationBlockElems(const WeightView& w) {
 }
 
 void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
+  // The active ISA's quantizers, chosen once (null entries fall back to the reference).
+  struct Quantizers {
+    QuantizeActFn q8_K, q8_0, f16;
+  };
+  static const Quantizers q = [] {
+    const KernelTable& k = GetKernelTable(ActiveIsa());
+    return Quantizers{k.quantize_q8_K ? k.quantize_q8_K : QuantizeRowQ8_K,
+                      k.quantize_q8_0 ? k.quantize_q8_0 : QuantizeRowQ8_0Act,
+                      k.quantize_f16 ? k.quantize_f16 : QuantizeRowF16};
+  }();
+  switch (t) {
+    case TypeId::kTQ1_0:
+    case TypeId::kTQ2_0:
+    case TypeId::kQ4_K:
+    case TypeId::kQ6_K:
+      q.q8_K(x, dst, cols);
+      return;
+    case TypeId::kQ4_0:
+    case TypeId::kQ8_0:
+      q.q8_0(x, dst, cols);
+      return;
+    case TypeId::kF16:
+      q.f16(x, dst, cols);
+      return;
+    default:
+      QuantizeActivationsRef(t, x, cols, dst);
+      return;
+  }
+}
+
+void QuantizeActivationsRef(TypeId t, const float* x, int64_t cols, void* dst) {
   switch (t) {
     case TypeId::kTQ1_0:
     case TypeId::kTQ2_0:
@@ -207,7 +245,7 @@ void QuantizeActivations(TypeId t, const float* x, int64_t cols, void* dst) {
       return;
     case TypeId::kQ4_0:
     case TypeId::kQ8_0:
-      QuantizeQ8_0Act(x, cols, static_cast<BlockQ8_0*>(dst));
+      QuantizeRowQ8_0Act(x, dst, cols);
       return;
     case TypeId::kF16:
       QuantizeRowF16(x, dst, cols);

@@ -63,8 +63,14 @@ void QuantizeActivationsFor(const WeightView& w, const float* x, void* dst);
 int64_t ActivationBlockElems(const WeightView& w);
 // Bytes QuantizeActivations writes for one input vector of `cols` elements.
 size_t ActivationBytes(TypeId weight_type, int64_t cols);
-// Quantizes one input vector for dot products with rows of `weight_type`.
+// Quantizes one input vector for dot products with rows of `weight_type`, with the active ISA's
+// quantizer (KernelTable::quantize_*; the same bytes as QuantizeActivationsRef).
 void QuantizeActivations(TypeId weight_type, const float* x, int64_t cols, void* dst);
+// The scalar reference of QuantizeActivations (TRINE_ISA=ref runs it).
+void QuantizeActivationsRef(TypeId weight_type, const float* x, int64_t cols, void* dst);
+// Q8_0 activations as llama.cpp's AVX quantize_row_q8_0 (the scalar reference of
+// KernelTable::quantize_q8_0): per block of 32, id = 127/amax, q = round-half-even(x * id).
+void QuantizeRowQ8_0Act(const float* x, void* dst, int64_t n);
 // dst[r - r0] = dot(row r, x) for r in [r0, r1); xq from QuantizeActivations.
 void GemvRef(const WeightView& w, const void* xq, float* dst, int64_t r0, int64_t r1);
 // Dot of one row (row index r) with quantized activations.

@@ -8,6 +8,8 @@
 //     [r0, r1) written, nothing else touched; row ranges split as threads would (empty ones too);
 //   - integer paths (TQ2_0 / TQ1_0 / I2_S x Q8_K, both variants; Q8_0 and Q4_0 x Q8_0) equal to
 //     the reference bit for bit; F16 within an NMSE limit and a max-error bound;
+//   - the activation quantizers (KernelTable::quantize_*) byte-identical to the scalar references
+//     on tests/kernels/quantize_act_cases.h's inputs (edge values, block sub-ranges);
 //   - shapes with rows 1..65, tokens 1..130 (across the 64-token tile), cols 256..6912, plus
 //     Q4_0/Q8_0/F16 column counts that are not multiples of 256 (F16: of 4 either).
 // Usage: neon_kernel_check [--expect-isa ref|neon] [--expect-isa-error] [--no-kernels]
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/quantize_act_cases.h"
 #include "cpu_features.h"
 #include "kernels.h"
 #include "repack.h"
@@ -250,6 +253,29 @@ void RunConformance(Isa isa) {
   }
 }
 
+// The activation quantizers of `isa`'s table against the scalar references, byte for byte, on
+// tests/kernels/quantize_act_cases.h's inputs (the x86 suite's quantize_act_conformance_test).
+void RunQuantizeAct(Isa isa) {
+  for (const QuantActKind& k : QuantActKinds()) {
+    const QuantizeActFn fn = GetKernelTable(isa).*k.entry;
+    if (fn == nullptr) {
+      std::printf("--   quantize %-5s (no %s entry: the reference runs)\n", k.name, IsaName(isa));
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const int before = g_failures;
+    int checked = 0;
+    for (const QuantActInput& in : QuantActInputs()) {
+      const std::string err = CompareQuantizer(k, fn, in.x);
+      CHECK_MSG(err.empty(), "quantize %s on %s, %s: %s", k.name, IsaName(isa), in.name.c_str(), err.c_str());
+      ++checked;
+    }
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-4s quantize %-5s %3d rows  byte-exact  %.2fs\n", g_failures == before ? "ok" : "FAIL", k.name,
+                checked, sec);
+  }
+}
+
 int Main(int argc, char** argv) {
   std::string expect_isa;
   bool expect_isa_error = false, kernels = true;
@@ -279,7 +305,10 @@ int Main(int argc, char** argv) {
 #if defined(__aarch64__)
   CHECK_MSG(IsaSupported(Isa::kNeon) == GetCpuFeatures().neon_dotprod, "IsaSupported(neon) disagrees with HWCAP");
 #endif
-  if (kernels) RunConformance(isa);
+  if (kernels) {
+    RunConformance(isa);
+    RunQuantizeAct(isa);
+  }
   if (g_failures != 0) {
     std::printf("neon_kernel_check: %d failure(s)\n", g_failures);
     return 1;

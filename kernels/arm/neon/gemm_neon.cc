@@ -217,6 +217,10 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 
 }  // namespace
 
+// Activation quantizers (quantize_act_neon.cc).
+void QuantizeQ8KNeon(const float* src, void* dst, int64_t n);
+void QuantizeQ8_0Neon(const float* src, void* dst, int64_t n);
+
 const KernelTable& NeonTable() {
   // Filled by name, so entries added to KernelTable later stay null (GemmRef) until written here.
   static const KernelTable t = [] {
@@ -227,6 +231,8 @@ const KernelTable& NeonTable() {
     k.f16 = GemmF16;
     k.q8_0 = GemmQx0Q8_0Sdot<false>;
     k.q4_0 = GemmQx0Q8_0Sdot<true>;
+    k.quantize_q8_K = QuantizeQ8KNeon;
+    k.quantize_q8_0 = QuantizeQ8_0Neon;
     return k;
   }();
   return t;
