@@ -7,7 +7,8 @@
 // FMA: 16 outputs per vector, no horizontal sums. Each output is one FMA chain running over k in
 // order from 0, carried across chunks through a small buffer, so its value depends neither on the
 // thread split nor on how tokens or groups are blocked. Decode (<= 3 tokens) works on four row
-// groups at once so there are enough independent chains to hide the FMA latency.
+// groups at once so there are enough independent chains to hide the FMA latency; prefill on two
+// groups x 12 tokens.
 // Dequantized weights are exact (the reference's (q - z) * d); only the FMA rounding differs.
 #include <immintrin.h>
 
@@ -221,11 +222,16 @@ using MicroFn = void (*)(float* const*, int, const float* const*, float*, bool);
 constexpr MicroFn kMicro1[kMaxTB + 1] = {nullptr,      Micro<1, 1>,  Micro<1, 2>, Micro<1, 3>, Micro<1, 4>,
                                          Micro<1, 5>,  Micro<1, 6>,  Micro<1, 7>, Micro<1, 8>, Micro<1, 9>,
                                          Micro<1, 10>, Micro<1, 11>, Micro<1, 12>};
+constexpr MicroFn kMicro2[kMaxTB + 1] = {nullptr,      Micro<2, 1>,  Micro<2, 2>, Micro<2, 3>, Micro<2, 4>,
+                                         Micro<2, 5>,  Micro<2, 6>,  Micro<2, 7>, Micro<2, 8>, Micro<2, 9>,
+                                         Micro<2, 10>, Micro<2, 11>, Micro<2, 12>};
 constexpr MicroFn kMicro4[4] = {nullptr, Micro<4, 1>, Micro<4, 2>, Micro<4, 3>};
 
 void Run(FillFn fill, const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
          int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const int ng_max = n_tokens <= 3 ? kMaxNG : 1;
+  // Prefill: two row groups per pass, so each broadcast of x_t[k] feeds two FMAs (24
+  // accumulators, 2 weight and 12 broadcast loads per 24 FMAs; one group is load-bound).
+  const int ng_max = n_tokens <= 3 ? kMaxNG : 2;
   const int tb_max = n_tokens <= 3 ? n_tokens : kMaxTB;
   alignas(64) static thread_local float tiles_mem[kMaxNG][kKC * 16];
   static thread_local std::vector<float> acc;
@@ -249,6 +255,8 @@ void Run(FillFn fill, const WeightView& w, const uint8_t* xq, size_t act_stride,
         float* a = acc.data() + static_cast<size_t>(t0) * kMaxNG * 16;
         if (ng == kMaxNG) {
           kMicro4[tb](tiles, kc, xs, a, k0 == 0);
+        } else if (ng == 2) {
+          kMicro2[tb](tiles, kc, xs, a, k0 == 0);
         } else {
           for (int j = 0; j < ng; ++j) kMicro1[tb](tiles + j, kc, xs, a + j * 16, k0 == 0);
         }
