@@ -53,11 +53,10 @@ bool IsBlockType(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0; }
 
 void StoreRow(KvType type, const float* src, int n, uint8_t* dst) {
   switch (type) {
-    case KvType::kF16: {
-      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-      for (int i = 0; i < n; ++i) d[i] = Fp32ToFp16(src[i]);
+    case KvType::kF16:
+      // fp16 rounding of every value: the active ISA's F16 activation quantizer (same bits).
+      kernels::QuantizeActivations(TypeId::kF16, src, n, dst);
       break;
-    }
     case KvType::kF32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
       break;
