@@ -179,6 +179,18 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
   return fn;
 }
 
+DequantizeRowFn ActiveDequantizeRow(TypeId from) {
+  const KernelTable& k = GetKernelTable(ActiveIsa());
+  if (from == TypeId::kQ6_K && k.dequantize_q6_K != nullptr) return k.dequantize_q6_K;
+  return GetTypeTraits(from).dequantize_row;
+}
+
+QuantizeRowFn ActiveQuantizeRow(TypeId to) {
+  const KernelTable& k = GetKernelTable(ActiveIsa());
+  if (to == TypeId::kQ4_0 && k.quantize_q4_0 != nullptr) return k.quantize_q4_0;
+  return GetTypeTraits(to).quantize_row;
+}
+
 GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name) {
   const GemmFn fn = GetKernelTable(isa).f32_act;
   // The SIMD kernels cover these types (and fall back themselves for layouts they lack); TQ1_0

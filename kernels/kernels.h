@@ -43,6 +43,9 @@ struct KernelTable {
   QuantizeActFn quantize_q8_K = nullptr;  // activations for TQ1_0/TQ2_0/Q4_K/Q6_K (QuantizeActivations)
   QuantizeActFn quantize_q8_0 = nullptr;  // activations for Q4_0/Q8_0
   QuantizeActFn quantize_f16 = nullptr;   // activations for F16
+  // Row converters of load-time requantization, byte-identical to the scalar ones (ActiveRowConverters).
+  DequantizeRowFn dequantize_q6_K = nullptr;
+  QuantizeRowFn quantize_q4_0 = nullptr;
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).
@@ -70,6 +73,12 @@ void GemmTq2Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
 // time, so they use the TQ2_0 entries). Returns GemmRef when the ISA has no specialised kernel;
 // *name gets a description such as "tq2_0 x q8_K avx512 vpdpbusd".
 GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name);
+
+// The row converters a load-time requantization (Model::SetOutputType) uses for `from` -> fp32 ->
+// `to`: the active ISA's vector versions where it has them, else the types' scalar ones (the
+// bytes are the same either way). Null where the type has none.
+DequantizeRowFn ActiveDequantizeRow(TypeId from);
+QuantizeRowFn ActiveQuantizeRow(TypeId to);
 
 // The kernel for a weight of this type with f32_activations on: the ISA's tiled fp32 kernel, or
 // GemmDequantF32 (the scalar reference) on the ref ISA / where it has none. *name as SelectGemm.

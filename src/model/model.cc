@@ -272,7 +272,9 @@ Status Model::SetOutputType(TypeId type) {
   } else {
     const TypeTraits& src = GetTypeTraits(output_file_.type);
     const TypeTraits& dst = GetTypeTraits(type);
-    if (dst.quantize_row == nullptr || src.dequantize_row == nullptr) {
+    const DequantizeRowFn dequantize = kernels::ActiveDequantizeRow(output_file_.type);
+    const QuantizeRowFn quantize = kernels::ActiveQuantizeRow(type);
+    if (quantize == nullptr || dequantize == nullptr) {
       return InvalidArgument(std::string("cannot requantize the output head from ") + src.name + " to " + dst.name);
     }
     if (output_file_.cols % dst.block_elems != 0) {
@@ -296,8 +298,8 @@ Status Model::SetOutputType(TypeId type) {
       std::vector<uint8_t> scratch(from.row_bytes);  // rows of an interleaved head are gathered
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < from.rows; ++r) {
-        src.dequantize_row(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
-        dst.quantize_row(row.data(), buf.data() + static_cast<size_t>(r) * row_bytes, from.cols);
+        dequantize(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
+        quantize(row.data(), buf.data() + static_cast<size_t>(r) * row_bytes, from.cols);
       }
     }
     output_ = output_file_;

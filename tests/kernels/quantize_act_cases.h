@@ -29,7 +29,9 @@ struct QuantActKind {
 inline std::vector<QuantActKind> QuantActKinds() {
   return {{"q8_K", kQK_K, sizeof(BlockQ8_K), QuantizeRowQ8_K, &KernelTable::quantize_q8_K},
           {"q8_0", kQK8_0, sizeof(BlockQ8_0), QuantizeRowQ8_0Act, &KernelTable::quantize_q8_0},
-          {"f16", 1, 2, QuantizeRowF16, &KernelTable::quantize_f16}};
+          {"f16", 1, 2, QuantizeRowF16, &KernelTable::quantize_f16},
+          // Not an activation format: the Q4_0 weight quantizer of head requantization.
+          {"q4_0", kQK4_0, sizeof(BlockQ4_0), QuantizeRowQ4_0, &KernelTable::quantize_q4_0}};
 }
 
 inline float FloatFromBits(uint32_t u) {

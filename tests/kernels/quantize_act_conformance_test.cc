@@ -6,6 +6,8 @@
 // entry; the NEON versions are checked under qemu by tests/neon (the same inputs).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -15,6 +17,7 @@
 #include "kernels.h"
 #include "quantize_act_cases.h"
 #include "tensor/dtype.h"
+#include "tensor/quantize_ref.h"
 
 namespace trine::kernels {
 namespace {
@@ -51,6 +54,44 @@ INSTANTIATE_TEST_SUITE_P(All, QuantizeActConformance, ::testing::ValuesIn(Params
                          [](const ::testing::TestParamInfo<Param>& pi) {
                            return std::string(IsaName(pi.param.isa)) + "_" + pi.param.kind.name;
                          });
+
+// KernelTable::dequantize_q6_K (head requantization) against DequantizeRowQ6_K, bit for bit:
+// random blocks (every bit of ql/qh/scales random) with random finite, zero, largest and
+// subnormal fp16 scales, on the ISA levels this CPU runs that have the entry.
+class DequantizeQ6_KConformance : public ::testing::TestWithParam<Isa> {};
+
+std::vector<Isa> Q6_KIsas() {
+  std::vector<Isa> out;
+  for (Isa isa : AvailableIsas()) {
+    if (GetKernelTable(isa).dequantize_q6_K != nullptr) out.push_back(isa);
+  }
+  return out;
+}
+
+TEST_P(DequantizeQ6_KConformance, BitsEqualReference) {
+  const DequantizeRowFn fn = GetKernelTable(GetParam()).dequantize_q6_K;
+  std::mt19937 rng(11);
+  for (int64_t nb : {int64_t{1}, int64_t{10}, int64_t{27}}) {
+    std::vector<BlockQ6_K> blocks(static_cast<size_t>(nb));
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      uint8_t* raw = reinterpret_cast<uint8_t*>(&blocks[i]);
+      for (size_t j = 0; j < sizeof(BlockQ6_K); ++j) raw[j] = static_cast<uint8_t>(rng());
+      const uint16_t ds[] = {0x0000, 0x7BFF, 0x0001, 0x8001, 0x3C00, 0xBC00};
+      // Finite fp16 only (exponent < 31): the reference's NaN payloads are not a contract.
+      blocks[i].d = i < 6 ? ds[i] : static_cast<uint16_t>(rng() % 0x7C00u | (rng() & 0x8000u));
+    }
+    const size_t n = static_cast<size_t>(nb) * kQK_K;
+    std::vector<float> want(n + 16, Nan()), got(n + 16, Nan());
+    DequantizeRowQ6_K(blocks.data(), want.data(), static_cast<int64_t>(n));
+    fn(blocks.data(), got.data(), static_cast<int64_t>(n));
+    ASSERT_EQ(std::memcmp(want.data(), got.data(), n * sizeof(float)), 0) << "nb=" << nb;
+    for (size_t j = n; j < got.size(); ++j) EXPECT_TRUE(std::isnan(got[j])) << "wrote past the row at " << j;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, DequantizeQ6_KConformance, ::testing::ValuesIn(Q6_KIsas()),
+                         [](const ::testing::TestParamInfo<Isa>& pi) { return std::string(IsaName(pi.param)); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DequantizeQ6_KConformance);
 
 // QuantizeActivations (the active ISA's quantizer, as ops::MatMulShared calls it) writes the
 // reference's bytes for every activation type.

@@ -395,11 +395,15 @@ void GemmF32ActAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride,
 void QuantizeQ8KAvx512(const float* src, void* dst, int64_t n);
 void QuantizeQ8_0Avx512(const float* src, void* dst, int64_t n);
 void QuantizeF16Avx512(const float* src, void* dst, int64_t n);
+// Requantization row converters (requant_avx512.cc).
+void DequantizeQ6_KAvx512(const void* src, float* dst, int64_t n);
+void QuantizeQ4_0Avx512(const float* src, void* dst, int64_t n);
 
 const KernelTable& Avx512Table() {
   static const KernelTable t{Isa::kAvx512, GemmTq2Q8kVnni, GemmTq2Q8kMulFree, GemmF16,
                              GemmQ8_0Avx512, GemmQ4_0Avx512, GemmQ4_KAvx512, GemmQ6_KAvx512, GemmF32,
-                             GemmF32ActAvx512, QuantizeQ8KAvx512, QuantizeQ8_0Avx512, QuantizeF16Avx512};
+                             GemmF32ActAvx512, QuantizeQ8KAvx512, QuantizeQ8_0Avx512, QuantizeF16Avx512,
+                             DequantizeQ6_KAvx512, QuantizeQ4_0Avx512};
   return t;
 }
 
