@@ -301,7 +301,9 @@ void AttentionOverCache(ForwardState& st, int layer) {
       kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
     }
     std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
-#pragma omp for schedule(static)
+    // Round-robin items: with causal attention a token's cost grows with its position, so
+    // contiguous blocks of tokens would leave the first thread idle for most of the loop.
+#pragma omp for schedule(static, 1)
     for (int item = 0; item < n_items; ++item) {
       const int t = item / c.n_head;
       const int h = item % c.n_head;
