@@ -349,7 +349,7 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// Time per decoded token of the head as bound now (fastest of 2 runs of 8 single-row products).
+// Time per decoded token of the head as bound now (fastest of 2 runs of 4 single-row products, after one).
 double TimeHead(const Model& m, int n_threads) {
   const ModelConfig& c = m.config();
   std::vector<float> x(static_cast<size_t>(c.n_embd)), y(static_cast<size_t>(c.n_vocab));
@@ -359,8 +359,8 @@ double TimeHead(const Model& m, int n_threads) {
   double best = INFINITY;
   for (int rep = 0; rep < 2; ++rep) {
     const auto t0 = Clock::now();
-    for (int i = 0; i < 8; ++i) ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 8.0);
+    for (int i = 0; i < 4; ++i) ops::MatMul(m.output(), x.data(), y.data(), 1, &act, n_threads);
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 4.0);
   }
   return best;
 }
@@ -412,11 +412,6 @@ double TopKOverlap(const std::vector<double>& a, const std::vector<double>& b, i
   std::vector<size_t> both;
   std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(both));
   return static_cast<double>(both.size()) / static_cast<double>(kk);
-}
-
-Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s) {
-  double cpu = 0;
-  return MeasureDecodeSpeed(model, n_threads, kv_type, n, tok_s, &cpu);
 }
 
 namespace {
@@ -663,14 +658,15 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
   step += 1;
 
   // Per-layer decode timings in both precisions after an 8-token prompt (run once, in int8: the
-  // cache's contents do not change the time): int8, the fastest of 2 runs of 8 tokens (timing
+  // cache's contents do not change the time): int8, the fastest of 2 runs of 6 tokens (timing
   // noise is one-sided); fp32, one run of 2 (its decode is ~10x slower and bound by dequantizing
   // the weights, which varies little). Every run decodes at the positions after the prompt.
   TRINE_RETURN_IF_ERROR(progress(step / total_steps, "layer timings"));
-  const int prompt = std::min(8, static_cast<int>(samples[0].size())), max_steps = 8;
+  const int prompt = std::min(8, static_cast<int>(samples[0].size())), max_steps = 6;
   LayerRunner timer;
   TRINE_RETURN_IF_ERROR(timer.Init(model, prompt + max_steps + 1, n_threads, o.kv_type));
   std::vector<float> head_out;
+  double token_ms_int8 = INFINITY;  // a whole decode step (embedding to logits) in int8
   for (int prec = 1; prec >= 0; --prec) {
     TRINE_RETURN_IF_ERROR(SetAll(model, units, prec == 1));
     if (prec == 1) TRINE_RETURN_IF_ERROR(timer.Layers(samples[0].data(), prompt, 0, 0, nullptr, nullptr, nullptr));
@@ -678,6 +674,7 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     std::vector<double> best(U, INFINITY);
     for (int rep = 0; rep < reps; ++rep) {
       std::vector<double> secs(U, 0.0);
+      const auto w0 = Clock::now();
       for (int i = 0; i < steps; ++i) {
         const int32_t t = samples[static_cast<size_t>(i) % samples.size()][0];
         TRINE_RETURN_IF_ERROR(timer.Layers(&t, 1, prompt + i, 0, nullptr, nullptr, &secs));
@@ -685,23 +682,22 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
         timer.Head(timer.st.x.data(), 1, &head_out);
         secs[L] += std::chrono::duration<double>(Clock::now() - h0).count();
       }
+      const double whole_ms = std::chrono::duration<double, std::milli>(Clock::now() - w0).count() / steps;
+      if (prec == 1) token_ms_int8 = std::min(token_ms_int8, whole_ms);
       for (size_t u = 0; u < U; ++u) best[u] = std::min(best[u], secs[u] * 1000.0 / steps);
     }
     for (size_t u = 0; u < U; ++u) (prec == 1 ? units[u].ms_int8 : units[u].ms_fp32) = best[u];
   }
   step += 1;
-  // Whole-token decode speed in the default precision: what the units' times leave out
-  // (embedding, sampling) is the same in every precision, so the all-fp32 prediction follows.
-  TRINE_RETURN_IF_ERROR(progress(step / total_steps, "decode speed"));
-  double tok_s_int8 = 0;
   TRINE_RETURN_IF_ERROR(SetAll(model, units, true));  // the timings ended in fp32
-  TRINE_RETURN_IF_ERROR(MeasureDecodeTokS(*model, n_threads, o.kv_type, 8, &tok_s_int8));
+  // What the units' times leave out of a whole step (embedding, the loop) is the same in every
+  // precision, so the all-fp32 prediction follows from the int8 step.
   double ms_int8 = 0, ms_fp32 = 0;
   for (const PlanUnit& u : units) {
     ms_int8 += u.ms_int8;
     ms_fp32 += u.ms_fp32;
   }
-  const double overhead = tok_s_int8 > 0 ? std::max(0.0, 1000.0 / tok_s_int8 - ms_int8) : 0.0;
+  const double overhead = std::isfinite(token_ms_int8) ? std::max(0.0, token_ms_int8 - ms_int8) : 0.0;
   plan->pred_tok_s_fp32 = overhead + ms_fp32 > 0 ? 1000.0 / (overhead + ms_fp32) : 0.0;
 
   plan->units = units;

@@ -31,7 +31,7 @@ struct ProfileOptions {
   uint64_t seed = 1;
   int n_threads = 0;  // 0: all cores
   KvType kv_type = KvType::kF16;
-  int sample_tokens = 12;     // tokens per sample (random ones: BOS first; texts cut to this)
+  int sample_tokens = 10;     // tokens per sample (random ones: BOS first; texts cut to this)
   int scored_positions = 4;   // last positions of each sample whose distributions are compared
   // Called with (fraction done, stage); may be empty. Returning false stops the profile
   // (ProfileModel then returns kCancelled).
@@ -72,10 +72,9 @@ void PlacePlan(const ModelConfig& config, uint64_t other_weight_bytes, Plan* pla
 // precisions are restored afterwards). Used to check a plan and for kl_all_fp32.
 Status MeasurePlanKl(Model* model, const ProfileOptions& options, const Plan& plan, double* kl);
 
-// Single-token decode speed (tok/s) of the model as it is now: `n` tokens after a short prompt.
-Status MeasureDecodeTokS(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s);
-// As MeasureDecodeTokS, also giving tokens per second of process CPU time (*cpu_tok_s; with one
-// thread, steadier than wall time on a machine other processes share).
+// Single-token decode speed (tok/s) of the model as it is now: `n` tokens after a short prompt;
+// also tokens per second of process CPU time (*cpu_tok_s; with one thread, steadier than wall
+// time on a machine other processes share).
 Status MeasureDecodeSpeed(const Model& model, int n_threads, KvType kv_type, int n, double* tok_s, double* cpu_tok_s);
 
 // Spearman rank correlation of two equally long score vectors (ties get average ranks).

@@ -512,6 +512,7 @@ TEST(RealProfile, ResumedSensitivityEqualsWholePasses) {
   ASSERT_TRUE(Model::Load(testing::ModelPath(kModel), ModelLoadOptions(), &model).ok());
   ProfileOptions options;
   options.samples = 12;
+  options.sample_tokens = 12;
   options.n_threads = 1;
   Plan plan;
   plan.key.kv_type = "f16";
