@@ -138,10 +138,11 @@ void FillQ8_0(const WeightView& /*w*/, const Group& G, int64_t k0, int kc, float
 // reference's order. Each dword gather brings 4 consecutive l of every row.
 // GCC 12 reports the intrinsics' own undefined pass-through operands (`__Y = __Y` in
 // avx512fintrin.h) as used uninitialized once they are inlined into this loop nest; a false
-// positive, silenced for this function only.
+// positive, silenced for this function only (src/CMakeLists.txt silences the maybe- variant).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 void FillQ6_K(const WeightView& /*w*/, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const uint8_t* blk = G.base + static_cast<size_t>(k0 / kQK_K) * sizeof(BlockQ6_K);
   // d * scale per row and sub-block, in scalar code (256 products per 4096 values).
@@ -177,7 +178,9 @@ void FillQ6_K(const WeightView& /*w*/, const Group& G, int64_t k0, int /*kc*/, f
     }
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // Every other type (F32, F16, BF16, Q4_K): the scalar dequantize_row of each row's chunk,
 // then a transpose by gathers. Chunks start on block boundaries (256 is a multiple of every
