@@ -33,7 +33,7 @@ void QuantizeRowQ8_0Act(const float* x, void* dst, int64_t n) {
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     b[i].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyintf(xb[j] * id));
+    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = TruncToInt8(std::nearbyintf(xb[j] * id));
   }
 }
 

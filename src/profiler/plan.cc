@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "core/page_memory.h"
 #include "kernels.h"
@@ -287,43 +289,85 @@ Status ReadPlanFile(const std::string& path, Plan* plan) {
   return PlanFromJson(j, path, plan);
 }
 
+namespace {
+
+constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+
+// FNV-1a style digest of one chunk: four independent lanes over 8-byte words (the multiply chain
+// is the bottleneck), seeded by the chunk's ordinal, then the tail bytes.
+uint64_t ChunkDigest(const uint8_t* d, uint64_t n, uint64_t ordinal) {
+  const uint64_t seed = 0xcbf29ce484222325ull ^ (ordinal * 0x9e3779b97f4a7c15ull);
+  uint64_t lane[4] = {seed, seed ^ 0x9e3779b97f4a7c15ull, seed ^ 0xbf58476d1ce4e5b9ull, seed ^ 0x94d049bb133111ebull};
+  const uint64_t n8 = n / 8;
+  uint64_t i = 0;
+  for (; i + 4 <= n8; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, d + (i + static_cast<uint64_t>(k)) * 8, 8);
+      lane[k] = (lane[k] ^ w) * kFnvPrime;
+    }
+  }
+  uint64_t h = seed;
+  for (int k = 0; k < 4; ++k) h = (h ^ lane[k]) * kFnvPrime;
+  for (; i < n8; ++i) {
+    uint64_t w;
+    std::memcpy(&w, d + i * 8, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+  for (uint64_t b = n8 * 8; b < n; ++b) h = (h ^ d[b]) * kFnvPrime;
+  return h;
+}
+
+}  // namespace
+
 std::string ModelContentHash(const GgufFile& file, bool release_pages) {
-  constexpr uint64_t kPrime = 0x100000001b3ull;
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t w) {
-    h ^= w;
-    h *= kPrime;
-  };
   release_pages = release_pages && file.is_mmapped();
-  constexpr uint64_t kChunkWords = (8u << 20) / 8;  // release every 8 MiB
+  // Every tensor's data in 256 KiB chunks, digested on their own, then mixed in file order. The
+  // threads take groups of up to 32 consecutive chunks of one tensor (8 MiB) and, with
+  // release_pages, drop each group's pages once read.
+  constexpr uint64_t kChunk = 256u << 10;
+  constexpr size_t kGroupChunks = 32;
+  struct Chunk {
+    const uint8_t* d;
+    uint64_t n;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<size_t> group_start;  // first chunk of each group; a group never spans two tensors
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.data == nullptr) continue;
+    for (uint64_t off = 0; off < t.n_bytes; off += kChunk) {
+      if (off % (kChunk * kGroupChunks) == 0) group_start.push_back(chunks.size());
+      chunks.push_back({t.data + off, std::min(kChunk, t.n_bytes - off)});
+    }
+  }
+  group_start.push_back(chunks.size());
+  std::vector<uint64_t> digest(chunks.size());
+  const int64_t n_groups = static_cast<int64_t>(group_start.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) if (n_groups > 1)
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const size_t c0 = group_start[static_cast<size_t>(g)], c1 = group_start[static_cast<size_t>(g) + 1];
+    uint64_t bytes = 0;
+    for (size_t c = c0; c < c1; ++c) {
+      digest[c] = ChunkDigest(chunks[c].d, chunks[c].n, static_cast<uint64_t>(c));
+      bytes += chunks[c].n;
+    }
+    if (release_pages) ReleaseFilePages(chunks[c0].d, bytes);
+  }
+  if (release_pages) {
+    // The kernel's fault-around maps pages next to each one read, some of them in groups already
+    // released: one last pass drops those too (cheap where nothing is mapped).
+    for (const GgufTensorInfo& t : file.tensors()) {
+      if (t.data != nullptr) ReleaseFilePages(t.data, t.n_bytes);
+    }
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](uint64_t w) { h = (h ^ w) * kFnvPrime; };
   mix(file.file_size());
+  size_t next = 0;
   for (const GgufTensorInfo& t : file.tensors()) {
     mix(t.n_bytes);
-    const uint8_t* d = t.data;
-    if (d == nullptr) continue;
-    const uint64_t n = t.n_bytes, n8 = n / 8;
-    // Four independent lanes (the multiply chain is the bottleneck), folded at the end.
-    uint64_t lane[4] = {h, h ^ 0x9e3779b97f4a7c15ull, h ^ 0xbf58476d1ce4e5b9ull, h ^ 0x94d049bb133111ebull};
-    uint64_t i = 0, released = 0;
-    for (; i + 4 <= n8; i += 4) {
-      for (int k = 0; k < 4; ++k) {
-        uint64_t w;
-        std::memcpy(&w, d + (i + static_cast<uint64_t>(k)) * 8, 8);
-        lane[k] = (lane[k] ^ w) * kPrime;
-      }
-      if (release_pages && i + 4 - released >= kChunkWords) {
-        ReleaseFilePages(d + released * 8, (i + 4 - released) * 8);
-        released = i + 4;
-      }
-    }
-    for (int k = 0; k < 4; ++k) mix(lane[k]);
-    for (; i < n8; ++i) {
-      uint64_t w;
-      std::memcpy(&w, d + i * 8, 8);
-      mix(w);
-    }
-    for (uint64_t b = n8 * 8; b < n; ++b) mix(d[b]);
-    if (release_pages) ReleaseFilePages(d + released * 8, n - released * 8);
+    if (t.data == nullptr) continue;
+    for (uint64_t off = 0; off < t.n_bytes; off += kChunk) mix(digest[next++]);
   }
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));

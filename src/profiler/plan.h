@@ -149,10 +149,12 @@ Status WritePlanFile(const Plan& plan, const std::string& path);
 // kInvalidFile for unreadable/corrupt JSON, a foreign schema or a future version.
 Status ReadPlanFile(const std::string& path, Plan* plan);
 
-// Content hash of a model: 64-bit FNV-1a over 8-byte little-endian words of every tensor's data
-// (in file order, tail bytes one at a time), mixed with each tensor's size and the file size.
-// With release_pages (mapped files only) the pages read are dropped from the resident set as the
-// hash goes (MADV_DONTNEED every 8 MiB), so hashing a large model does not raise peak RSS.
+// Content hash of a model: every tensor's data in 256 KiB chunks, each digested on its own (64-bit
+// FNV-1a lanes over 8-byte little-endian words, seeded by the chunk's ordinal; across the OpenMP
+// threads), the digests mixed in file order with each tensor's size and the file size. With
+// release_pages (mapped files only) the pages read are dropped from the resident set as the hash
+// goes (MADV_DONTNEED every 8 MiB, and once more at the end), so hashing a large model does not
+// raise peak RSS.
 std::string ModelContentHash(const GgufFile& file, bool release_pages = false);
 inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data bytes + file size";
 

@@ -183,7 +183,7 @@ void QuantizeRowQ8_0(const float* src, void* dst, int64_t n) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     b[i].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = TruncToInt8(std::roundf(x[j] * id));
   }
 }
 
@@ -203,7 +203,7 @@ void QuantizeRowQ4_0(const float* src, void* dst, int64_t n) {
     b[i].d = Fp32ToFp16(d);
     for (int j = 0; j < kQK4_0 / 2; ++j) {
       const float x0 = x[j] * id, x1 = x[j + kQK4_0 / 2] * id;
-      int q0 = static_cast<int8_t>(x0 + 8.5f), q1 = static_cast<int8_t>(x1 + 8.5f);
+      int q0 = TruncToInt8(x0 + 8.5f), q1 = TruncToInt8(x1 + 8.5f);
       q0 = q0 < 15 ? q0 : 15;
       q1 = q1 < 15 ? q1 : 15;
       b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));

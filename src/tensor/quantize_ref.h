@@ -38,4 +38,27 @@ void QuantizeI2S(const float* src, uint8_t* dst, int64_t n);
 // Round to nearest, ties to even, as ggml's nearest_int (the +12582912.f trick) for |x| < 2^22.
 int NearestInt(float x);
 
+// The (int8_t) cast of a float as it compiles on this target, made defined for every input (the
+// cast is undefined behaviour for NaN and out-of-range values, which inf activations reach): the
+// target's 32-bit truncating conversion (x86 cvttss2si: INT_MIN for NaN and out-of-range values;
+// AArch64 fcvtzs: saturating, NaN to 0), then the low byte. The SIMD quantizers use the same
+// instructions, so references and kernels agree byte for byte on NaN and inf too.
+inline int8_t TruncToInt8(float v) {
+  int32_t i;
+#if defined(__aarch64__)
+  if (v != v) {
+    i = 0;
+  } else if (v >= 2147483648.0f) {
+    i = INT32_MAX;
+  } else if (v < -2147483648.0f) {
+    i = INT32_MIN;
+  } else {
+    i = static_cast<int32_t>(v);
+  }
+#else
+  i = (v >= -2147483648.0f && v < 2147483648.0f) ? static_cast<int32_t>(v) : INT32_MIN;
+#endif
+  return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint32_t>(i) & 0xFFu));
+}
+
 }  // namespace trine

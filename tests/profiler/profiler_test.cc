@@ -659,6 +659,20 @@ TEST(ContentHash, OneByteChangesIt) {
   testing::WriteFileBytes(copy, bytes);
   ASSERT_TRUE(GgufFile::Open(copy, &b).ok());
   EXPECT_NE(ModelContentHash(*b), ha);
+  bytes[off] ^= 0x01;
+  // And one byte near the end of the largest tensor, past its first 256 KiB chunk (the hash
+  // digests chunks on their own, across threads), with and without releasing the pages read.
+  const GgufTensorInfo* big = &a->tensors()[0];
+  for (const GgufTensorInfo& ti : a->tensors()) big = ti.n_bytes > big->n_bytes ? &ti : big;
+  ASSERT_GT(big->n_bytes, 512u << 10) << "the bundled model should have a tensor of several chunks";
+  const size_t off2 = static_cast<size_t>(big->file_offset + big->n_bytes - 5);
+  b.reset();
+  bytes[off2] ^= 0x80;
+  testing::WriteFileBytes(copy, bytes);
+  ASSERT_TRUE(GgufFile::Open(copy, &b).ok());
+  const std::string hb = ModelContentHash(*b);
+  EXPECT_NE(hb, ha);
+  EXPECT_EQ(ModelContentHash(*b, /*release_pages=*/true), hb);
 }
 
 // The CLI: a profile is cached and reused; a changed file is re-profiled; bad plans exit 1.
