@@ -27,6 +27,19 @@ Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, Ap
   TRINE_RETURN_IF_ERROR(ParseContextParams(a, &cp));
   const auto t0 = std::chrono::steady_clock::now();
   *path = ResolveModelPath(a["model"].as<std::string>());
+  auto to_c = [](KvType t) {
+    switch (t) {
+      case KvType::kF32:
+        return TRINE_KV_F32;
+      case KvType::kQ8_0:
+        return TRINE_KV_Q8_0;
+      case KvType::kQ4_0:
+        return TRINE_KV_Q4_0;
+      case KvType::kF16:
+        break;
+    }
+    return TRINE_KV_F16;
+  };
   trine_model_params mp = trine_model_default_params();
   mp.use_mmap = !a.count("no-mmap");
   PlanFlags pf;
@@ -39,6 +52,12 @@ Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, Ap
     mp.mlock = pf.mlock;
     mp.plan_n_ctx = cp.n_ctx;
     mp.plan_n_threads = cp.n_threads;
+    // Plans budget one cache type: with -ctk and -ctv different, the wider of the two.
+    KvType plan_kv = cp.kv_type;
+    if (cp.kv_type_v && KvRowBytes(*cp.kv_type_v, 32) > KvRowBytes(plan_kv, 32)) {
+      plan_kv = *cp.kv_type_v;
+    }
+    mp.plan_kv_type = to_c(plan_kv);
     if (pf.auto_plan && isatty(STDERR_FILENO) != 0) {
       // A profile at load takes seconds on big models: one updating line (load, then profile).
       mp.progress_callback = [](float f, void*) {
@@ -56,19 +75,6 @@ Status LoadModelAndContextApi(const cxxopts::ParseResult& a, ApiModel* model, Ap
   tcp.n_ctx = cp.n_ctx;
   tcp.n_batch = cp.n_batch;
   tcp.n_threads = cp.n_threads;
-  auto to_c = [](KvType t) {
-    switch (t) {
-      case KvType::kF32:
-        return TRINE_KV_F32;
-      case KvType::kQ8_0:
-        return TRINE_KV_Q8_0;
-      case KvType::kQ4_0:
-        return TRINE_KV_Q4_0;
-      case KvType::kF16:
-        break;
-    }
-    return TRINE_KV_F16;
-  };
   tcp.kv_type = to_c(cp.kv_type);
   tcp.kv_type_v = cp.kv_type_v ? to_c(*cp.kv_type_v) : TRINE_KV_SAME;
   ctx->reset(trine_context_create(model->get(), &tcp));  // warns when -c exceeds the training context

@@ -119,6 +119,17 @@ TRINE_API void trine_log_set(trine_log_callback callback, void* user_data);
  * be cancelled the same way). */
 typedef bool (*trine_progress_callback)(float progress, void* user_data);
 
+/* KV cache precisions (llama.cpp's -ctk / -ctv types). Q8_0 and Q4_0 store 32-value blocks and
+ * need a head size that is a multiple of 32 (trine_context_create fails otherwise); F32 is only
+ * valid for K and V together. */
+typedef enum trine_kv_type {
+  TRINE_KV_SAME = -1, /* kv_type_v only: the same as kv_type */
+  TRINE_KV_F16 = 0,
+  TRINE_KV_F32 = 1,
+  TRINE_KV_Q8_0 = 2,
+  TRINE_KV_Q4_0 = 3
+} trine_kv_type;
+
 typedef struct trine_model_params {
   size_t struct_size;                        /* sizeof(trine_model_params) */
   trine_progress_callback progress_callback; /* NULL: none */
@@ -141,10 +152,15 @@ typedef struct trine_model_params {
   int32_t plan_n_ctx;        /* context the plan budgets the KV cache for; 0: the training
                                 context, at most 4096 (match trine_context_params.n_ctx) */
   int32_t plan_n_threads;    /* threads of a profile at load; 0: all cores */
+  /* Appended in 0.1 after plan_n_threads (in what was padding: sizeof is unchanged, so take the
+   * struct from trine_model_default_params()): the KV cache type the plan budgets for and
+   * profiles with; match trine_context_params.kv_type. TRINE_KV_SAME is not allowed here. */
+  trine_kv_type plan_kv_type;
 } trine_model_params;
 
 /* Defaults: no progress callback, use_mmap = true, no plan (mem_budget_bytes 0, plan_path NULL,
- * auto_plan false, no_plan_cache false, mlock false, plan_n_ctx 0, plan_n_threads 0). Thread-safe. */
+ * auto_plan false, no_plan_cache false, mlock false, plan_n_ctx 0, plan_n_threads 0, plan_kv_type
+ * TRINE_KV_F16). Thread-safe. */
 TRINE_API trine_model_params trine_model_default_params(void);
 
 /* Loads and validates a GGUF model (llama, bitnet, bitnet-b1.58 architectures).
@@ -225,17 +241,6 @@ TRINE_API int32_t trine_detokenize(const trine_model* model, const trine_token* 
                                    bool render_special);
 
 /* ---- Context ------------------------------------------------------------------------------ */
-
-/* KV cache precisions (llama.cpp's -ctk / -ctv types). Q8_0 and Q4_0 store 32-value blocks and
- * need a head size that is a multiple of 32 (trine_context_create fails otherwise); F32 is only
- * valid for K and V together. */
-typedef enum trine_kv_type {
-  TRINE_KV_SAME = -1, /* kv_type_v only: the same as kv_type */
-  TRINE_KV_F16 = 0,
-  TRINE_KV_F32 = 1,
-  TRINE_KV_Q8_0 = 2,
-  TRINE_KV_Q4_0 = 3
-} trine_kv_type;
 
 typedef struct trine_context_params {
   size_t struct_size;    /* sizeof(trine_context_params) */

@@ -157,6 +157,33 @@ bool CheckStructSize(const char* fn, size_t got, size_t want, const char* type) 
   return false;
 }
 
+// A trine_kv_type field as trine::KvType; false (INVALID_ARGUMENT set) for any other value. Read
+// as an integer: C callers may store any int there, and loading a value outside the enumerators
+// through the C++ enum type would be undefined.
+bool KvTypeFromC(const char* fn, const trine_kv_type* field, const char* name, trine::KvType* out) {
+  static_assert(sizeof(trine_kv_type) == sizeof(int32_t), "trine_kv_type is int-sized in C and C++");
+  int32_t v = 0;
+  std::memcpy(&v, field, sizeof(v));
+  switch (v) {
+    case TRINE_KV_F16:
+      *out = trine::KvType::kF16;
+      return true;
+    case TRINE_KV_F32:
+      *out = trine::KvType::kF32;
+      return true;
+    case TRINE_KV_Q8_0:
+      *out = trine::KvType::kQ8_0;
+      return true;
+    case TRINE_KV_Q4_0:
+      *out = trine::KvType::kQ4_0;
+      return true;
+    default:
+      SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: %s %d is not TRINE_KV_F16, TRINE_KV_F32, TRINE_KV_Q8_0 or TRINE_KV_Q4_0",
+                fn, name, v);
+      return false;
+  }
+}
+
 // Writes `text` into (buf, size) by the "too small -> -needed" convention.
 int32_t WriteText(const char* fn, const std::string& text, char* buf, int32_t size) {
   if (size < 0) return InvalidArg(fn, "size is negative"), kSizeError;
@@ -388,6 +415,7 @@ trine_model_params trine_model_default_params(void) {
   p.mlock = false;
   p.plan_n_ctx = 0;
   p.plan_n_threads = 0;
+  p.plan_kv_type = TRINE_KV_F16;
   return p;
 }
 
@@ -414,6 +442,7 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
     req.mlock = params->mlock;
     req.n_ctx = params->plan_n_ctx;
     req.n_threads = params->plan_n_threads;
+    if (!KvTypeFromC(fn, &params->plan_kv_type, "params->plan_kv_type", &req.kv_type)) return nullptr;
     if (params->progress_callback != nullptr) {
       // A profile at load (auto_plan) reports through the same callback: a second pass 0 -> 1.
       const trine_progress_callback cb = params->progress_callback;
@@ -607,38 +636,13 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
     cp.n_ctx = params->n_ctx;
     cp.n_batch = params->n_batch;
     cp.n_threads = params->n_threads;
-    // Read as integers: C callers may store any int there, and loading a value outside the
-    // enumerators through the C++ enum type would be undefined.
-    static_assert(sizeof(params->kv_type) == sizeof(int32_t), "trine_kv_type is int-sized in C and C++");
-    auto kv_from_c = [&](int32_t v, const char* field, trine::KvType* out) {
-      switch (v) {
-        case TRINE_KV_F16:
-          *out = trine::KvType::kF16;
-          return true;
-        case TRINE_KV_F32:
-          *out = trine::KvType::kF32;
-          return true;
-        case TRINE_KV_Q8_0:
-          *out = trine::KvType::kQ8_0;
-          return true;
-        case TRINE_KV_Q4_0:
-          *out = trine::KvType::kQ4_0;
-          return true;
-        default:
-          SetErrorF(TRINE_ERROR_INVALID_ARGUMENT,
-                    "%s: %s %d is not TRINE_KV_F16, TRINE_KV_F32, TRINE_KV_Q8_0 or TRINE_KV_Q4_0", fn, field, v);
-          return false;
-      }
-    };
-    int32_t kv_type = 0;
-    std::memcpy(&kv_type, &params->kv_type, sizeof(kv_type));
-    if (!kv_from_c(kv_type, "kv_type", &cp.kv_type)) return nullptr;
+    if (!KvTypeFromC(fn, &params->kv_type, "kv_type", &cp.kv_type)) return nullptr;
     if (has_kv_type_v) {
       int32_t kv_type_v = 0;
       std::memcpy(&kv_type_v, &params->kv_type_v, sizeof(kv_type_v));
       if (kv_type_v != TRINE_KV_SAME) {
         trine::KvType tv = trine::KvType::kF16;
-        if (!kv_from_c(kv_type_v, "kv_type_v", &tv)) return nullptr;
+        if (!KvTypeFromC(fn, &params->kv_type_v, "kv_type_v", &tv)) return nullptr;
         cp.kv_type_v = tv;
       }
     }

@@ -530,6 +530,7 @@ std::string PlanSummary(const Plan& p) {
                   std::to_string(n_str) + " streamed";
   if (n_str > 0) s += " (ring " + Mib(m.stream_ring) + ")";
   s += "; units " + std::to_string(n_int8) + " int8 / " + std::to_string(n_fp32) + " fp32";
+  if (!p.kv_type.empty()) s += "; KV cache " + p.kv_type;
   s += "; memory " + Mib(planned) + " of " + Mib(m.budget) + " budget (weights " + Mib(m.weights) + ")";
   if (planned > m.budget) s += ", OVER BUDGET by this estimate: head, KV cache, buffers (batch <= 512) and runtime alone do not fit";
   if (p.samples == 0) s += "; not profiled (placement only)";

@@ -43,6 +43,7 @@ TEST(CApiPlan, DefaultsHaveNoPlan) {
   EXPECT_FALSE(mp.mlock);
   EXPECT_EQ(mp.plan_n_ctx, 0);
   EXPECT_EQ(mp.plan_n_threads, 0);
+  EXPECT_EQ(mp.plan_kv_type, TRINE_KV_F16);
   trine_model* m = trine_model_load(kPlanModel.c_str(), &mp);
   ASSERT_NE(m, nullptr) << trine_last_error();
   EXPECT_STREQ(trine_model_plan_summary(m), "");
@@ -65,6 +66,38 @@ TEST(CApiPlan, TinyBudgetStreamsEveryLayerWithTheSameLogits) {
   EXPECT_EQ(PromptLogits(planned), PromptLogits(plain));
   trine_model_free(planned);
   trine_model_free(plain);
+}
+
+// plan_kv_type is the cache the plan budgets for: a smaller type leaves more of the budget to
+// weights; a value outside trine_kv_type (or TRINE_KV_SAME) is rejected.
+TEST(CApiPlan, PlanKvTypeIsBudgeted) {
+  trine_model_params mp = trine_model_default_params();
+  mp.mem_budget_bytes = 1024;
+  mp.no_plan_cache = true;
+  mp.plan_n_ctx = 2048;
+  auto summary = [&](trine_kv_type t) {
+    mp.plan_kv_type = t;
+    trine_model* m = trine_model_load(kPlanModel.c_str(), &mp);
+    EXPECT_NE(m, nullptr) << trine_last_error();
+    if (m == nullptr) return std::string();
+    const std::string s = trine_model_plan_summary(m);
+    trine_model_free(m);
+    return s;
+  };
+  const std::string f32 = summary(TRINE_KV_F32), f16 = summary(TRINE_KV_F16), q4 = summary(TRINE_KV_Q4_0);
+  EXPECT_NE(f32.find("KV cache f32"), std::string::npos) << f32;
+  EXPECT_NE(f16.find("KV cache f16"), std::string::npos) << f16;
+  EXPECT_NE(q4.find("KV cache q4_0"), std::string::npos) << q4;
+  // The planned memory ("memory X MiB of ...") shrinks with the cache type.
+  auto planned = [](const std::string& s) { return std::stod(s.substr(s.find("; memory ") + 9)); };
+  EXPECT_GT(planned(f32), planned(f16));
+  EXPECT_GT(planned(f16), planned(q4));
+  for (int bad : {-1, 4, 1000}) {
+    mp.plan_kv_type = static_cast<trine_kv_type>(bad);
+    EXPECT_EQ(trine_model_load(kPlanModel.c_str(), &mp), nullptr) << bad;
+    EXPECT_EQ(trine_last_status(), TRINE_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(trine_last_error()).find("plan_kv_type"), std::string::npos) << trine_last_error();
+  }
 }
 
 // auto_plan profiles at load and reports through the load's progress callback (a second pass
