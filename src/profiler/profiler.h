@@ -31,7 +31,7 @@ struct ProfileOptions {
   uint64_t seed = 1;
   int n_threads = 0;  // 0: all cores
   KvType kv_type = KvType::kF16;
-  int sample_tokens = 10;     // tokens per sample (random ones: BOS first; texts cut to this)
+  int sample_tokens = 8;      // tokens per sample (random ones: BOS first; texts cut to this)
   int scored_positions = 4;   // last positions of each sample whose distributions are compared
   // Called with (fraction done, stage); may be empty. Returning false stops the profile
   // (ProfileModel then returns kCancelled).
