@@ -1,8 +1,10 @@
 // Ternary repacking to TQ2_0 blocks.
 #include "repack.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.h"
 #include "tensor/blocks.h"
@@ -66,43 +68,95 @@ bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
   return type == TypeId::kTQ2_0 && variant != TernaryVariant::kMulFree;  // TQ1_0 / I2_S: once repacked
 }
 
-Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
-  const int64_t be = X16BlockElems(src.type);
-  if (be == 0 || src.interleave != 0 || src.cols % be != 0) {
+namespace {
+
+// Where the x16 layout puts each part of a TQ2_0 / Q4_0 block.
+struct X16Layout {
+  size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, scale_bytes = 0, group_bytes = 0;
+  int64_t nb = 0, groups = 0;
+};
+
+Status X16LayoutOf(const WeightView& w, X16Layout* l) {
+  const int64_t be = X16BlockElems(w.type);
+  if (be == 0 || w.interleave != 0 || w.cols % be != 0) {
     return Unsupported("x16 interleave needs plain TQ2_0 or Q4_0 rows");
   }
-  const bool q4 = src.type == TypeId::kQ4_0;
-  const size_t block_bytes = q4 ? sizeof(BlockQ4_0) : sizeof(BlockTQ2_0);
-  const size_t d_off = q4 ? 0 : kQK_K / 4, qs_off = q4 ? 2 : 0, qs_bytes = q4 ? kQK4_0 / 2 : kQK_K / 4;
-  const size_t lines = qs_bytes / 4;
-  const int64_t nb = src.cols / be;
-  const int64_t groups = (src.rows + 15) / 16;
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const size_t group_bytes = scale_bytes + static_cast<size_t>(nb) * lines * 64;
-  storage->assign(static_cast<size_t>(groups) * group_bytes + 64, 0);
+  const bool q4 = w.type == TypeId::kQ4_0;
+  l->block_bytes = q4 ? sizeof(BlockQ4_0) : sizeof(BlockTQ2_0);
+  l->d_off = q4 ? 0 : kQK_K / 4;
+  l->qs_off = q4 ? 2 : 0;
+  l->lines = (q4 ? kQK4_0 / 2 : kQK_K / 4) / 4;
+  l->nb = w.cols / be;
+  l->groups = (w.rows + 15) / 16;
+  l->scale_bytes = X16ScaleBytes(l->nb);
+  l->group_bytes = l->scale_bytes + static_cast<size_t>(l->nb) * l->lines * 64;
+  return Status::Ok();
+}
+
+// Group g (zeroed) from its n_rows plain rows at `rows` (stride row_bytes).
+void InterleaveGroup(const X16Layout& l, const uint8_t* rows, size_t row_bytes, int n_rows, uint8_t* g) {
+  for (int i = 0; i < n_rows; ++i) {
+    const uint8_t* row = rows + static_cast<size_t>(i) * row_bytes;
+    for (int64_t b = 0; b < l.nb; ++b) {
+      const uint8_t* blk = row + static_cast<size_t>(b) * l.block_bytes;
+      std::memcpy(g + 32 * b + 2 * i, blk + l.d_off, 2);
+      uint8_t* codes = g + l.scale_bytes + static_cast<size_t>(b) * l.lines * 64;
+      for (size_t k = 0; k < l.lines; ++k) std::memcpy(codes + 64 * k + 4 * i, blk + l.qs_off + 4 * k, 4);
+    }
+  }
+}
+
+// Zeroed storage for the layout, 64-byte aligned inside it; *dst describes it.
+uint8_t* AllocX16(const WeightView& src, const X16Layout& l, std::vector<uint8_t>* storage, WeightView* dst) {
+  storage->assign(static_cast<size_t>(l.groups) * l.group_bytes + 64, 0);
   uint8_t* base = storage->data();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  *dst = src;
+  dst->data = base;
+  dst->interleave = 16;
+  dst->group_bytes = l.group_bytes;
+  return base;
+}
+
+}  // namespace
+
+Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
+  X16Layout l;
+  TRINE_RETURN_IF_ERROR(X16LayoutOf(src, &l));
+  const WeightView from = src;  // dst may alias src
+  uint8_t* base = AllocX16(from, l, storage, dst);
   // Groups are independent: spread them over the threads (a load-time cost of ~0.5 GB of copies).
 #if defined(_OPENMP)  // the NEON cross build of the kernel checks has no OpenMP
 #pragma omp parallel for schedule(static)
 #endif
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    uint8_t* g = base + static_cast<size_t>(gi) * group_bytes;
-    for (int64_t r = gi * 16; r < src.rows && r < gi * 16 + 16; ++r) {
-      const uint8_t* row = src.data + static_cast<size_t>(r) * src.row_bytes;
-      const int i = static_cast<int>(r % 16);
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + static_cast<size_t>(b) * block_bytes;
-        std::memcpy(g + 32 * b + 2 * i, blk + d_off, 2);
-        uint8_t* codes = g + scale_bytes + static_cast<size_t>(b) * lines * 64;
-        for (size_t k = 0; k < lines; ++k) std::memcpy(codes + 64 * k + 4 * i, blk + qs_off + 4 * k, 4);
-      }
+  for (int64_t gi = 0; gi < l.groups; ++gi) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(16, from.rows - gi * 16));
+    InterleaveGroup(l, from.data + static_cast<size_t>(gi * 16) * from.row_bytes, from.row_bytes, n_rows,
+                    base + static_cast<size_t>(gi) * l.group_bytes);
+  }
+  return Status::Ok();
+}
+
+Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, std::vector<uint8_t>* storage,
+                         WeightView* dst) {
+  X16Layout l;
+  TRINE_RETURN_IF_ERROR(X16LayoutOf(shape, &l));
+  const WeightView from = shape;
+  uint8_t* base = AllocX16(from, l, storage, dst);
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+  {
+    std::vector<uint8_t> rows(16 * from.row_bytes);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+    for (int64_t gi = 0; gi < l.groups; ++gi) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(16, from.rows - gi * 16));
+      fill(gi * 16, n_rows, rows.data());
+      InterleaveGroup(l, rows.data(), from.row_bytes, n_rows, base + static_cast<size_t>(gi) * l.group_bytes);
     }
   }
-  *dst = src;
-  dst->data = base;
-  dst->interleave = 16;
-  dst->group_bytes = group_bytes;
   return Status::Ok();
 }
 

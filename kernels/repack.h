@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -27,5 +28,14 @@ bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 // Writes the x16 interleaved form (WeightView::interleave) of the TQ2_0 or Q4_0 weight `src` into
 // *storage (64-byte aligned inside it) and points *dst at it.
 Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+
+// The same layout built group by group from rows a caller produces: fill(row0, n, rows) writes the
+// plain rows row0 .. row0 + n - 1 (n <= 16, shaped as `shape`: type, rows, cols, row_bytes) into
+// `rows`; called from the OpenMP threads, one group at a time. For a requantization that would
+// otherwise write the whole plain tensor first (Model::SetOutputType). Same bytes as InterleaveX16
+// of those rows.
+using X16RowSource = std::function<void(int64_t row0, int n_rows, uint8_t* rows)>;
+Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, std::vector<uint8_t>* storage,
+                         WeightView* dst);
 
 }  // namespace trine::kernels

@@ -290,30 +290,39 @@ Status Model::SetOutputType(TypeId type) {
     output_requant_.clear();
     output_requant_.shrink_to_fit();
     const size_t row_bytes = static_cast<size_t>(output_file_.cols / dst.block_elems * dst.block_bytes);
-    std::vector<uint8_t> buf(row_bytes * static_cast<size_t>(output_file_.rows));
     const kernels::WeightView from = output_file_;
-#pragma omp parallel
-    {
-      std::vector<float> row(static_cast<size_t>(from.cols));
-      std::vector<uint8_t> scratch(from.row_bytes);  // rows of an interleaved head are gathered
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < from.rows; ++r) {
-        dequantize(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
-        quantize(row.data(), buf.data() + static_cast<size_t>(r) * row_bytes, from.cols);
-      }
-    }
-    output_ = output_file_;
-    output_.type = type;
-    output_.data = buf.data();
-    output_.row_bytes = row_bytes;
-    output_.tensor_scale = 1.0f;
-    output_.interleave = 0;
-    output_.group_bytes = 0;
+    kernels::WeightView shape = output_file_;
+    shape.type = type;
+    shape.data = nullptr;
+    shape.row_bytes = row_bytes;
+    shape.tensor_scale = 1.0f;
+    shape.interleave = 0;
+    shape.group_bytes = 0;
+    // One source row requantized into `out` (the calling thread's scratch).
+    auto requant_row = [&](int64_t r, uint8_t* out) {
+      thread_local std::vector<float> row;
+      thread_local std::vector<uint8_t> scratch;  // rows of an interleaved head are gathered
+      row.resize(static_cast<size_t>(from.cols));
+      scratch.resize(from.row_bytes);
+      dequantize(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
+      quantize(row.data(), out, from.cols);
+    };
+    std::vector<uint8_t> buf;
     const int64_t x16_elems = kernels::X16BlockElems(type);
-    if (kernels::WantsX16(type, isa_, variant_) && x16_elems > 0 && output_.cols % x16_elems == 0) {
-      std::vector<uint8_t> interleaved;
-      TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_, &interleaved, &output_));
-      buf.swap(interleaved);
+    if (kernels::WantsX16(type, isa_, variant_) && x16_elems > 0 && shape.cols % x16_elems == 0) {
+      // Straight into the kernels' 16-row interleave, a group at a time (no plain copy of the head).
+      TRINE_RETURN_IF_ERROR(kernels::InterleaveX16Rows(
+          shape,
+          [&](int64_t r0, int n, uint8_t* rows) {
+            for (int i = 0; i < n; ++i) requant_row(r0 + i, rows + static_cast<size_t>(i) * row_bytes);
+          },
+          &buf, &output_));
+    } else {
+      buf.resize(row_bytes * static_cast<size_t>(from.rows));
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < from.rows; ++r) requant_row(r, buf.data() + static_cast<size_t>(r) * row_bytes);
+      output_ = shape;
+      output_.data = buf.data();
     }
     output_requant_ = std::move(buf);  // moving keeps the buffer output_.data points into
   }

@@ -4,6 +4,7 @@
 // an NMSE limit.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -171,6 +172,50 @@ TEST(Dispatch, UnknownIsaNameIsReported) {
   // The process-wide selection is fixed at first use; here only the name table is checked.
   EXPECT_STREQ(IsaName(Isa::kAvx512), "avx512");
   EXPECT_TRUE(IsaSupported(Isa::kRef));
+}
+
+// InterleaveX16Rows (rows produced group by group, as a head requantization does) writes the same
+// bytes as InterleaveX16 of the whole plain tensor, for TQ2_0 and Q4_0 and a ragged last group.
+TEST(X16Layout, RowsByGroupEqualWholeTensor) {
+  std::mt19937 rng(5);
+  for (TypeId t : {TypeId::kTQ2_0, TypeId::kQ4_0}) {
+    const TypeTraits& tr = GetTypeTraits(t);
+    const int64_t rows = 37, cols = 512;
+    const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
+    std::vector<uint8_t> plain(row_bytes * rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> x = RandomTernaryWeights(cols, &rng, 0.5f + 0.01f * static_cast<float>(r));
+      if (t == TypeId::kQ4_0) {
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (auto& v : x) v = nd(rng);
+      }
+      tr.quantize_row(x.data(), plain.data() + static_cast<size_t>(r) * row_bytes, cols);
+    }
+    WeightView w;
+    w.type = t;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = row_bytes;
+    w.data = plain.data();
+    std::vector<uint8_t> whole, by_group;
+    WeightView a, b;
+    ASSERT_TRUE(InterleaveX16(w, &whole, &a).ok());
+    WeightView shape = w;
+    shape.data = nullptr;
+    std::atomic<int> calls{0};
+    const X16RowSource fill = [&](int64_t r0, int n, uint8_t* out) {
+      ++calls;
+      std::memcpy(out, plain.data() + static_cast<size_t>(r0) * row_bytes, static_cast<size_t>(n) * row_bytes);
+    };
+    ASSERT_TRUE(InterleaveX16Rows(shape, fill, &by_group, &b).ok());
+    EXPECT_EQ(calls.load(), 3);  // 16 + 16 + 5 rows
+    EXPECT_EQ(b.interleave, 16);
+    ASSERT_EQ(a.group_bytes, b.group_bytes);
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.group_bytes * 3), 0) << TypeName(t);
+    // A plain-row shape of another type is refused with the same error as InterleaveX16.
+    shape.type = TypeId::kQ8_0;
+    EXPECT_FALSE(InterleaveX16Rows(shape, [](int64_t, int, uint8_t*) {}, &by_group, &b).ok());
+  }
 }
 
 }  // namespace
