@@ -43,7 +43,8 @@ struct KernelTable {
   QuantizeActFn quantize_q8_K = nullptr;  // activations for TQ1_0/TQ2_0/Q4_K/Q6_K (QuantizeActivations)
   QuantizeActFn quantize_q8_0 = nullptr;  // activations for Q4_0/Q8_0
   QuantizeActFn quantize_f16 = nullptr;   // activations for F16
-  // Row converters of load-time requantization, byte-identical to the scalar ones (ActiveRowConverters).
+  // Row converters of load-time requantization, byte-identical to the scalar ones
+  // (ActiveDequantizeRow / ActiveQuantizeRow).
   DequantizeRowFn dequantize_q6_K = nullptr;
   QuantizeRowFn quantize_q4_0 = nullptr;
 };

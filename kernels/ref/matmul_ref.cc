@@ -22,8 +22,8 @@ struct I8RowHeader {
 }  // namespace
 
 // Q8_0 activations as llama.cpp's AVX quantize_row_q8_0: id = 127/amax (not 1/fp16(d)),
-// round half to even. The float-to-int8 cast of an out-of-range value (NaN or inf times id) is
-// the compiler's conversion to int32 then the low byte; the vector versions reproduce it.
+// round half to even. An out-of-range value (NaN or inf times id) converts as TruncToInt8 says;
+// the vector versions reproduce it.
 void QuantizeRowQ8_0Act(const float* x, void* dst, int64_t n) {
   BlockQ8_0* b = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / kQK8_0; ++i) {

@@ -253,27 +253,12 @@ Status Model::SetOutputType(TypeId type) {
   if (type == output_.type) return Status::Ok();
   const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
   const bool f32_act = output_.f32_activations;
-  // The head being left becomes the spare (the file's own needs no copy).
-  const TypeId leaving = output_.type == output_file_.type ? TypeId::kCount : output_.type;
-  const kernels::WeightView leaving_view = output_;
-  if (type == output_file_.type) {
-    output_ = output_file_;
-    output_spare_type_ = leaving;
-    output_spare_ = leaving_view;
-    output_spare_data_.swap(output_requant_);
-    output_requant_.clear();
-    output_requant_.shrink_to_fit();
-  } else if (type == output_spare_type_) {
-    output_ = output_spare_;
-    output_spare_type_ = leaving;
-    output_spare_ = leaving_view;
-    output_spare_data_.swap(output_requant_);  // moving keeps the buffers the views point into
-    if (leaving == TypeId::kCount) DropSpareOutputHead();
-  } else {
-    const TypeTraits& src = GetTypeTraits(output_file_.type);
-    const TypeTraits& dst = GetTypeTraits(type);
-    const DequantizeRowFn dequantize = kernels::ActiveDequantizeRow(output_file_.type);
-    const QuantizeRowFn quantize = kernels::ActiveQuantizeRow(type);
+  const bool requantize = type != output_file_.type && type != output_spare_type_;
+  const TypeTraits& src = GetTypeTraits(output_file_.type);
+  const TypeTraits& dst = GetTypeTraits(type);
+  const DequantizeRowFn dequantize = kernels::ActiveDequantizeRow(output_file_.type);
+  const QuantizeRowFn quantize = kernels::ActiveQuantizeRow(type);
+  if (requantize) {
     if (quantize == nullptr || dequantize == nullptr) {
       return InvalidArgument(std::string("cannot requantize the output head from ") + src.name + " to " + dst.name);
     }
@@ -282,13 +267,22 @@ Status Model::SetOutputType(TypeId type) {
                              std::to_string(output_file_.cols) + " values are not a whole number of " +
                              std::to_string(dst.block_elems) + "-value blocks");
     }
-    // The head being left replaces the old spare before the new buffer is allocated (at most two
-    // requantized heads exist at once, as when switching without a spare).
-    output_spare_type_ = leaving;
-    output_spare_ = leaving_view;
-    output_spare_data_.swap(output_requant_);
-    output_requant_.clear();
-    output_requant_.shrink_to_fit();
+  }
+  // The wanted head is the file's, the spare, or requantized below; the head in use becomes the
+  // spare (the file's own needs no copy), replacing the old one before a new buffer is allocated
+  // (at most two requantized heads exist at once). Moving a vector keeps its buffer, so the views
+  // stay valid.
+  kernels::WeightView next = output_file_;
+  std::vector<uint8_t> next_data;
+  if (type == output_spare_type_) {
+    next = output_spare_;
+    next_data = std::move(output_spare_data_);
+  }
+  output_spare_type_ = output_.type == output_file_.type ? TypeId::kCount : output_.type;
+  output_spare_ = output_;
+  output_spare_data_ = std::move(output_requant_);
+  output_requant_.clear();
+  if (requantize) {
     const size_t row_bytes = static_cast<size_t>(output_file_.cols / dst.block_elems * dst.block_bytes);
     const kernels::WeightView from = output_file_;
     kernels::WeightView shape = output_file_;
@@ -307,7 +301,6 @@ Status Model::SetOutputType(TypeId type) {
       dequantize(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
       quantize(row.data(), out, from.cols);
     };
-    std::vector<uint8_t> buf;
     const int64_t x16_elems = kernels::X16BlockElems(type);
     if (kernels::WantsX16(type, isa_, variant_) && x16_elems > 0 && shape.cols % x16_elems == 0) {
       // Straight into the kernels' 16-row interleave, a group at a time (no plain copy of the head).
@@ -316,16 +309,17 @@ Status Model::SetOutputType(TypeId type) {
           [&](int64_t r0, int n, uint8_t* rows) {
             for (int i = 0; i < n; ++i) requant_row(r0 + i, rows + static_cast<size_t>(i) * row_bytes);
           },
-          &buf, &output_));
+          &next_data, &next));
     } else {
-      buf.resize(row_bytes * static_cast<size_t>(from.rows));
+      next_data.resize(row_bytes * static_cast<size_t>(from.rows));
 #pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < from.rows; ++r) requant_row(r, buf.data() + static_cast<size_t>(r) * row_bytes);
-      output_ = shape;
-      output_.data = buf.data();
+      for (int64_t r = 0; r < from.rows; ++r) requant_row(r, next_data.data() + static_cast<size_t>(r) * row_bytes);
+      next = shape;
+      next.data = next_data.data();
     }
-    output_requant_ = std::move(buf);  // moving keeps the buffer output_.data points into
   }
+  output_ = next;
+  output_requant_ = std::move(next_data);
   std::string kname;
   output_.f32_activations = false;
   output_.gemm = kernels::SelectGemm(output_.type, isa_, variant_, &kname);

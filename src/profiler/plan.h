@@ -11,7 +11,7 @@
 //     "schema": "trine.plan", "version": 2,
 //     "trine_version": "0.1.0",
 //     "model": { "path": str, "file_size": u64, "hash": "16 hex digits",
-//                "hash_method": "fnv1a64-words over all tensor data bytes + file size" },
+//                "hash_method": "fnv1a64-words per 256 KiB chunk of tensor data, digests + tensor sizes + file size" },
 //     "machine": { "isa": "avx512"|"avx2"|"ref"|"neon", "ram_bytes": u64, "n_threads": int },
 //     "key": { "mem_budget": u64 bytes (0 = default: MemAvailable when planned; see memory.budget), "max_kl": double, "samples": int, "seed": u64,
 //              "n_ctx": int, "kv_type": "f16"|"f32"|"q8_0"|"q4_0"|"auto",
@@ -156,7 +156,7 @@ Status ReadPlanFile(const std::string& path, Plan* plan);
 // goes (MADV_DONTNEED every 8 MiB, and once more at the end), so hashing a large model does not
 // raise peak RSS.
 std::string ModelContentHash(const GgufFile& file, bool release_pages = false);
-inline constexpr const char* kHashMethod = "fnv1a64-words over all tensor data bytes + file size";
+inline constexpr const char* kHashMethod = "fnv1a64-words per 256 KiB chunk of tensor data, digests + tensor sizes + file size";
 
 // $XDG_CACHE_HOME/trine/plans (or ~/.cache/trine/plans); created on demand by WritePlanFile.
 std::string PlanCacheDir();

@@ -689,7 +689,6 @@ Status ProfileModel(Model* model, const ProfileOptions& options, Plan* plan) {
     for (size_t u = 0; u < U; ++u) (prec == 1 ? units[u].ms_int8 : units[u].ms_fp32) = best[u];
   }
   step += 1;
-  TRINE_RETURN_IF_ERROR(SetAll(model, units, true));  // the timings ended in fp32
   // What the units' times leave out of a whole step (embedding, the loop) is the same in every
   // precision, so the all-fp32 prediction follows from the int8 step.
   double ms_int8 = 0, ms_fp32 = 0;
