@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cpu_features.h"
+#include "repack.h"
 
 namespace trine::kernels {
 
@@ -143,6 +144,7 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
         fn = t.tq2_int8dot;
         what = "ternary x q8_K int8 dot";
       }
+      if (type == TypeId::kTQ1_0 && WantsX16(type, isa, variant)) what += "; tq1_0 read in place (vbmi digit lookup)";
       break;
     case TypeId::kF16:
       fn = t.f16;
@@ -193,10 +195,12 @@ QuantizeRowFn ActiveQuantizeRow(TypeId to) {
 
 GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name) {
   const GemmFn fn = GetKernelTable(isa).f32_act;
-  // The SIMD kernels cover these types (and fall back themselves for layouts they lack); TQ1_0
-  // and I2_S are repacked to TQ2_0 at load, so only a hand-built view reaches here with them.
+  // The SIMD kernels cover these types (and fall back themselves for layouts they lack: TQ1_0 is
+  // theirs only in the x16 layout); I2_S is repacked to TQ2_0 at load, so only a hand-built view
+  // reaches here with it.
   const bool covered = type == TypeId::kF32 || type == TypeId::kF16 || type == TypeId::kBF16 || type == TypeId::kQ8_0 ||
-                       type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K || type == TypeId::kTQ2_0;
+                       type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K ||
+                       type == TypeId::kTQ2_0 || type == TypeId::kTQ1_0;
   if (fn == nullptr || fn == GemmDequantF32 || !covered) {
     if (name) *name = std::string(TypeName(type)) + " x f32: scalar dequantize + dot";
     return GemmDequantF32;

@@ -61,7 +61,7 @@ Status ActiveIsaStatus();
 // AMX-INT8 with OS-enabled tile state and Linux granted the process the tile-data permission
 // (cpu_features.h AmxPermitted). AmxEnabled(): available and not turned off by TRINE_AMX=0; then
 // SelectGemm's ternary int8-dot kernel on avx512 is GemmTq2Amx, which runs TDPBSUD tiles on the
-// TQ2_0 x16 layout for n_tokens >= AmxMinTokens() and the AVX-512 kernel otherwise (decode, short
+// TQ2_0 / TQ1_0 x16 layouts for n_tokens >= AmxMinTokens() and the AVX-512 kernel otherwise (decode, short
 // batches, plain rows). Bit-identical to GemmRef like every integer kernel. Calling GemmTq2Amx
 // needs AmxAvailable().
 bool AmxAvailable();
@@ -70,8 +70,9 @@ int AmxMinTokens();
 void GemmTq2Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                 int64_t r0, int64_t r1, float scale);
 
-// The kernel for a weight of this type on `isa` (TQ1_0 and I2_S are repacked to TQ2_0 at load
-// time, so they use the TQ2_0 entries). Returns GemmRef when the ISA has no specialised kernel;
+// The kernel for a weight of this type on `isa` (TQ1_0 and I2_S use the TQ2_0 entries: they are
+// repacked to TQ2_0 at load time, except TQ1_0 in the x16 layout, which the AVX-512 entries read
+// in place). Returns GemmRef when the ISA has no specialised kernel;
 // *name gets a description such as "tq2_0 x q8_K avx512 vpdpbusd".
 GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* name);
 

@@ -1,12 +1,15 @@
-// Ternary repacking to TQ2_0 blocks.
+// Ternary repacking to TQ2_0 blocks and the 16-row interleaved (x16) layouts.
 #include "repack.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/fp16.h"
+#include "cpu_features.h"
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
 
@@ -65,12 +68,27 @@ Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightV
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
   if (isa != Isa::kAvx512) return false;
   if (type == TypeId::kQ4_0) return true;
-  return type == TypeId::kTQ2_0 && variant != TernaryVariant::kMulFree;  // TQ1_0 / I2_S: once repacked
+  if (variant == TernaryVariant::kMulFree) return false;
+  if (type == TypeId::kTQ1_0) return Tq1X16Enabled();
+  return type == TypeId::kTQ2_0;  // I2_S: once repacked
+}
+
+bool Tq1X16Enabled() {
+#if defined(TRINE_HAVE_AVX512)
+  static const bool on = [] {
+    const char* env = std::getenv("TRINE_TQ1_X16");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    return GetCpuFeatures().avx512_vbmi;
+  }();
+  return on;
+#else
+  return false;
+#endif
 }
 
 namespace {
 
-// Where the x16 layout puts each part of a TQ2_0 / Q4_0 block.
+// Where the x16 layout puts each part of a TQ1_0 / TQ2_0 / Q4_0 block.
 struct X16Layout {
   size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, scale_bytes = 0, group_bytes = 0;
   int64_t nb = 0, groups = 0;
@@ -79,13 +97,15 @@ struct X16Layout {
 Status X16LayoutOf(const WeightView& w, X16Layout* l) {
   const int64_t be = X16BlockElems(w.type);
   if (be == 0 || w.interleave != 0 || w.cols % be != 0) {
-    return Unsupported("x16 interleave needs plain TQ2_0 or Q4_0 rows");
+    return Unsupported("x16 interleave needs plain TQ1_0, TQ2_0 or Q4_0 rows");
   }
-  const bool q4 = w.type == TypeId::kQ4_0;
-  l->block_bytes = q4 ? sizeof(BlockQ4_0) : sizeof(BlockTQ2_0);
-  l->d_off = q4 ? 0 : kQK_K / 4;
-  l->qs_off = q4 ? 2 : 0;
-  l->lines = (q4 ? kQK4_0 / 2 : kQK_K / 4) / 4;
+  if (w.type == TypeId::kQ4_0) {
+    *l = {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2 / 4};
+  } else if (w.type == TypeId::kTQ1_0) {
+    *l = {sizeof(BlockTQ1_0), offsetof(BlockTQ1_0, d), 0, (sizeof(BlockTQ1_0) - 2) / 4};  // qs + qh: 13 lines
+  } else {
+    *l = {sizeof(BlockTQ2_0), offsetof(BlockTQ2_0, d), 0, kQK_K / 4 / 4};
+  }
   l->nb = w.cols / be;
   l->groups = (w.rows + 15) / 16;
   l->scale_bytes = X16ScaleBytes(l->nb);

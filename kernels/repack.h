@@ -1,6 +1,8 @@
-// Load-time repacking of ternary weights into the one layout the kernels use: TQ2_0 blocks.
-// TQ1_0 (base-3 trits) converts losslessly, keeping each block's fp16 scale. I2_S (bitnet.cpp)
-// gets d = 1 in every block and keeps its fp32 per-tensor scale in WeightView::tensor_scale.
+// Load-time repacking of weights into the layouts the kernels read. Ternary rows go to TQ2_0
+// blocks where the kernel needs them: TQ1_0 (base-3 trits) converts losslessly, keeping each
+// block's fp16 scale; I2_S (bitnet.cpp) gets d = 1 in every block and keeps its fp32 per-tensor
+// scale in WeightView::tensor_scale. On AVX-512 the rows are then interleaved 16 at a time (x16);
+// with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes).
 // The file's pages are never touched again, so repacked memory replaces, not duplicates, them.
 #pragma once
 
@@ -14,7 +16,8 @@
 
 namespace trine::kernels {
 
-// True when `w` must be repacked before the ternary kernels can use it.
+// True when `w` must be repacked to TQ2_0 before a kernel can read its plain rows (TQ1_0, I2_S).
+// A TQ1_0 tensor that gets the x16 layout (WantsX16) skips that step.
 bool NeedsTernaryRepack(const WeightView& w);
 
 // Writes the TQ2_0 form of `src` into *storage and points *dst at it (type kTQ2_0). Fails with
@@ -22,11 +25,17 @@ bool NeedsTernaryRepack(const WeightView& w);
 Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
 
 // True when the kernel `isa` / `variant` selects for `type` reads the 16-row interleaved layout
-// (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot and Q4_0 kernels.
+// (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot and Q4_0 kernels, and TQ1_0 where
+// Tq1X16Enabled().
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 
-// Writes the x16 interleaved form (WeightView::interleave) of the TQ2_0 or Q4_0 weight `src` into
-// *storage (64-byte aligned inside it) and points *dst at it.
+// TQ1_0 is read in place (x16, kernels/x86/tq1_x16.h) rather than repacked to TQ2_0: the build
+// has the AVX-512 kernels, the CPU has AVX-512 VBMI (the decode's vpermi2b) and TRINE_TQ1_X16 is
+// not 0 (set it to measure the TQ2_0 repack instead).
+bool Tq1X16Enabled();
+
+// Writes the x16 interleaved form (WeightView::interleave) of the TQ1_0, TQ2_0 or Q4_0 weight
+// `src` into *storage (64-byte aligned inside it) and points *dst at it.
 Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
 
 // The same layout built group by group from rows a caller produces: fill(row0, n, rows) writes the

@@ -21,7 +21,8 @@ using GemmFn = void (*)(const WeightView& w, const uint8_t* xq, size_t act_strid
                         int64_t ldy, int64_t r0, int64_t r1, float scale);
 
 // A weight matrix as the kernels see it: `rows` outputs, each `cols` inputs (cols = ne[0]).
-// Ternary weights are always TQ2_0 blocks here (TQ1_0 and I2_S are repacked at load time).
+// Ternary weights are TQ2_0 blocks here (TQ1_0 and I2_S are repacked at load time), or TQ1_0 in
+// the x16 layout (read in place where the CPU has AVX-512 VBMI).
 struct WeightView {
   TypeId type = TypeId::kF32;
   int64_t rows = 0;
@@ -35,19 +36,19 @@ struct WeightView {
   // profiler can choose per layer; GemmDequantF32 implements it).
   bool f32_activations = false;
   // In-memory layout. 0: the file's row-major blocks (row r at data + r * row_bytes). 16: rows
-  // interleaved in groups of 16 for the AVX-512 kernels (TQ2_0 and Q4_0; built at load time by
-  // InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past `rows`) starts
-  // at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales (block b's 16
-  // at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines of 64 bytes
-  // (Q = 64 for TQ2_0, 16 for Q4_0): line k holds in dword lane i the bytes qs[4k .. 4k+3] of row
-  // 16g+i's block b. row_bytes stays the file's row size.
+  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0 and Q4_0; built at load
+  // time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past `rows`)
+  // starts at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales (block
+  // b's 16 at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines of 64
+  // bytes (Q = 64 for TQ2_0, 52 for TQ1_0 (qs then qh), 16 for Q4_0): line k holds in dword lane
+  // i the bytes qs[4k .. 4k+3] of row 16g+i's block b. row_bytes stays the file's row size.
   int interleave = 0;
   size_t group_bytes = 0;
 };
 
 // Bytes of the scale header of one x16 group (nb blocks), padded to 64.
 inline size_t X16ScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
-// Elements per block of a type with an x16 layout (TQ2_0: 256, Q4_0: 32), 0 for other types.
+// Elements per block of a type with an x16 layout (TQ1_0, TQ2_0: 256, Q4_0: 32), 0 for other types.
 int64_t X16BlockElems(TypeId type);
 // Row r of `w` in the file's row-major layout: w.data + r * row_bytes, or (interleaved layouts)
 // the row gathered into `scratch` (at least row_bytes bytes).

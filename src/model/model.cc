@@ -102,13 +102,17 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
   const GgufTensorInfo* t = file_->FindTensor(name);
   std::vector<uint8_t> storage;
   *copied = false;
-  if (NeedsRepack(*w)) {
+  auto wants_x16 = [&](const kernels::WeightView& v) {
+    const int64_t elems = kernels::X16BlockElems(v.type);
+    return kernels::WantsX16(v.type, isa_, variant) && elems > 0 && v.cols % elems == 0;
+  };
+  // TQ1_0 read in place (AVX-512 VBMI) needs no TQ2_0 step; anywhere else it is repacked.
+  if (NeedsRepack(*w) && !wants_x16(*w)) {
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &storage, w));
     *copied = true;
   }
-  const int64_t x16_elems = kernels::X16BlockElems(w->type);
-  if (kernels::WantsX16(w->type, isa_, variant) && x16_elems > 0 && w->cols % x16_elems == 0) {
-    // The AVX-512 kernels' 16-row interleave (TQ2_0, Q4_0); it replaces a TQ1_0 / I2_S repack.
+  if (wants_x16(*w)) {
+    // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0); it replaces a TQ1_0 / I2_S repack.
     std::vector<uint8_t> interleaved;
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
     storage.swap(interleaved);

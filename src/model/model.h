@@ -186,8 +186,9 @@ class Model {
   int mlock_ok_ = 0, mlock_failed_ = 0;
 
   Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant, bool streamed);
-  // Turns the file view *w of tensor `name` into the layout its kernel reads best (TQ1_0 / I2_S
-  // repacked to TQ2_0, the AVX-512 x16 interleave); a copy is owned in repacked_[name] (*copied)
+  // Turns the file view *w of tensor `name` into the layout its kernel reads best (I2_S, and TQ1_0
+  // without AVX-512 VBMI, repacked to TQ2_0; the AVX-512 x16 interleave, TQ1_0 as it is); a copy
+  // is owned in repacked_[name] (*copied)
   // and the file's pages are released.
   Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
                           bool* copied);

@@ -1,7 +1,8 @@
 // AMX-INT8 ternary kernel (GemmTq2Amx, kernels/x86/amx/gemm_amx.cc) against the scalar reference,
 // bit for bit: random and edge shapes (rows off 16, row ranges split as threads split them, every
 // token count 1..70 and 128, so the AVX-512 fallback below AmxMinTokens() and the padded token
-// tails are covered), all four 2-bit codes, and the BitNet 2B projection shapes. Outputs are
+// tails are covered), all four 2-bit codes, and the BitNet 2B projection shapes; TQ2_0 and (where
+// the loader reads it in place) TQ1_0 with every byte value. Outputs are
 // NaN-poisoned first. Skipped (with the reason printed) only where the CPU or OS lacks AMX.
 #include <gtest/gtest.h>
 
@@ -33,34 +34,43 @@ void SkipWithoutAmx() {
 }
 
 struct Matrix {
-  std::vector<uint8_t> plain;        // TQ2_0 rows
+  std::vector<uint8_t> plain;        // TQ2_0 / TQ1_0 rows
   std::vector<uint8_t> interleaved;  // x16
   WeightView w_plain, w;
 };
 
-// raw: random bytes for every code (0..3, code 3 included) and random fp16 scales; else quantized
-// random ternary weights.
-void MakeMatrix(int64_t rows, int64_t cols, bool raw, std::mt19937* rng, Matrix* m) {
+// The x16 types the AMX kernel reads: TQ2_0, and TQ1_0 where the loader keeps it (VBMI).
+std::vector<TypeId> AmxTypes() {
+  std::vector<TypeId> t = {TypeId::kTQ2_0};
+  if (Tq1X16Enabled()) t.push_back(TypeId::kTQ1_0);
+  return t;
+}
+
+// raw: random bytes (every 2-bit code 0..3 of TQ2_0, every byte value of TQ1_0, which no
+// quantizer writes but a file may hold) and random fp16 scales; else quantized random ternary
+// weights.
+void MakeMatrix(TypeId type, int64_t rows, int64_t cols, bool raw, std::mt19937* rng, Matrix* m) {
   const int64_t nb = cols / kQK_K;
-  m->plain.resize(static_cast<size_t>(rows * nb) * sizeof(BlockTQ2_0));
+  const size_t block_bytes = type == TypeId::kTQ1_0 ? sizeof(BlockTQ1_0) : sizeof(BlockTQ2_0);
+  m->plain.resize(static_cast<size_t>(rows * nb) * block_bytes);
   if (raw) {
     std::uniform_real_distribution<float> ud(-0.1f, 0.1f);
     for (int64_t i = 0; i < rows * nb; ++i) {
-      BlockTQ2_0 b;
-      for (auto& q : b.qs) q = static_cast<uint8_t>((*rng)());
-      b.d = Fp32ToFp16(ud(*rng));
-      std::memcpy(m->plain.data() + static_cast<size_t>(i) * sizeof(BlockTQ2_0), &b, sizeof(b));
+      uint8_t* blk = m->plain.data() + static_cast<size_t>(i) * block_bytes;
+      for (size_t j = 0; j + 2 < block_bytes; ++j) blk[j] = static_cast<uint8_t>((*rng)());
+      const uint16_t d = Fp32ToFp16(ud(*rng));
+      std::memcpy(blk + block_bytes - 2, &d, 2);  // both types end with their fp16 d
     }
   } else {
     const std::vector<float> wf = RandomTernaryWeights(rows * cols, rng, 0.037f);
-    ASSERT_TRUE(QuantizeTensor(TypeId::kTQ2_0, wf.data(), rows * cols, cols, m->plain.data()).ok());
+    ASSERT_TRUE(QuantizeTensor(type, wf.data(), rows * cols, cols, m->plain.data()).ok());
   }
   WeightView w;
-  w.type = TypeId::kTQ2_0;
+  w.type = type;
   w.rows = rows;
   w.cols = cols;
   w.data = m->plain.data();
-  w.row_bytes = static_cast<size_t>(nb) * sizeof(BlockTQ2_0);
+  w.row_bytes = static_cast<size_t>(nb) * block_bytes;
   m->w_plain = w;
   ASSERT_TRUE(InterleaveX16(w, &m->interleaved, &m->w).ok());
   ASSERT_EQ(m->w.interleave, 16);
@@ -141,15 +151,16 @@ TEST(AmxConformance, TokenCountsAndRowSplits) {
     int64_t rows, cols;
     bool raw;
   };
-  for (const S& s : {S{37, 512, false}, S{16, 256, true}, S{50, 1024, true}}) {
+  for (TypeId type : AmxTypes()) for (const S& s : {S{37, 512, false}, S{16, 256, true}, S{50, 1024, true}}) {
     Matrix m;
-    MakeMatrix(s.rows, s.cols, s.raw, &rng, &m);
+    MakeMatrix(type, s.rows, s.cols, s.raw, &rng, &m);
     std::vector<int> toks;
     for (int n = 1; n <= 70; ++n) toks.push_back(n);
     toks.push_back(128);
     for (int n : toks) {
       const bool edge = n % 2 == 0;
-      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << (s.raw ? " raw codes" : "") << " tokens " << n
+      SCOPED_TRACE(::testing::Message() << TypeName(type) << " " << s.rows << "x" << s.cols
+                                        << (s.raw ? " raw codes" : "") << " tokens " << n
                                         << (edge ? " edge" : ""));
       const std::vector<uint8_t> xq = MakeActivations(s.cols, n, edge, &rng);
       const int64_t ldy = s.rows + 3;
@@ -176,10 +187,11 @@ TEST(AmxConformance, EdgeShapes) {
   };
   for (const S& s : {S{1, 256, 16}, S{15, 768, 17}, S{17, 2560, 33}, S{130, 512, 48}, S{161, 1536, 20},
                      S{200, 256, 129}}) {
-    for (bool raw : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " tokens " << s.n << (raw ? " raw codes" : ""));
+    for (TypeId type : AmxTypes()) for (bool raw : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << TypeName(type) << " " << s.rows << "x" << s.cols << " tokens " << s.n
+                                        << (raw ? " raw codes" : ""));
       Matrix m;
-      MakeMatrix(s.rows, s.cols, raw, &rng, &m);
+      MakeMatrix(type, s.rows, s.cols, raw, &rng, &m);
       const std::vector<uint8_t> xq = MakeActivations(s.cols, s.n, true, &rng);
       const int64_t ldy = s.rows + 5;
       std::vector<float> want(static_cast<size_t>(ldy * s.n), Nan());
@@ -202,11 +214,11 @@ TEST(AmxConformance, RealShapes) {
   struct S {
     int64_t rows, cols;
   };
-  for (const S& s : {S{2560, 2560}, S{640, 2560}, S{6912, 2560}, S{2560, 6912}}) {
+  for (TypeId type : AmxTypes()) for (const S& s : {S{2560, 2560}, S{640, 2560}, S{6912, 2560}, S{2560, 6912}}) {
     Matrix m;
-    MakeMatrix(s.rows, s.cols, false, &rng, &m);
+    MakeMatrix(type, s.rows, s.cols, false, &rng, &m);
     for (int n : {16, 64, 70, 128}) {
-      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " tokens " << n);
+      SCOPED_TRACE(::testing::Message() << TypeName(type) << " " << s.rows << "x" << s.cols << " tokens " << n);
       const std::vector<uint8_t> xq = MakeActivations(s.cols, n, true, &rng);
       const size_t act = ActivationBytes(TypeId::kTQ2_0, s.cols);
       const int64_t ldy = s.rows + 1;
@@ -231,7 +243,7 @@ TEST(AmxConformance, PlainRowsFallBack) {
   SkipWithoutAmx();
   std::mt19937 rng(5);
   Matrix m;
-  MakeMatrix(40, 512, false, &rng, &m);
+  MakeMatrix(TypeId::kTQ2_0, 40, 512, false, &rng, &m);
   const int n = 32;
   const std::vector<uint8_t> xq = MakeActivations(512, n, false, &rng);
   const int64_t ldy = 41;

@@ -68,7 +68,7 @@ TEST_P(F32ActConformance, MatchesReference) {
                                       << " tokens " << s.n_tokens);
     const int64_t n = s.rows * s.cols;
     std::vector<float> wf(static_cast<size_t>(n));
-    if (c.type == TypeId::kTQ2_0) {
+    if (c.type == TypeId::kTQ2_0 || c.type == TypeId::kTQ1_0) {
       wf = RandomTernaryWeights(n, &rng, 0.037f);
     } else {
       for (auto& v : wf) v = nd(rng);
@@ -161,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Case{TypeId::kF32}, Case{TypeId::kF16}, Case{TypeId::kBF16},
                                          Case{TypeId::kQ8_0}, Case{TypeId::kQ4_0}, Case{TypeId::kQ4_0, true},
                                          Case{TypeId::kQ4_K}, Case{TypeId::kQ6_K}, Case{TypeId::kTQ2_0},
-                                         Case{TypeId::kTQ2_0, true})),
+                                         Case{TypeId::kTQ2_0, true}, Case{TypeId::kTQ1_0},
+                                         Case{TypeId::kTQ1_0, true})),
     [](const ::testing::TestParamInfo<std::tuple<Isa, Case>>& pi) {
       const Case& c = std::get<1>(pi.param);
       return std::string(IsaName(std::get<0>(pi.param))) + "_" + TypeName(c.type) + (c.x16 ? "_x16" : "");

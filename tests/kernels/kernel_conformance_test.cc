@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/fp16.h"
 #include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
@@ -30,7 +31,7 @@ const Shape kShapes[] = {{1, 256, 1}, {7, 256, 3}, {33, 512, 1}, {16, 2560, 2}, 
 struct Case {
   TypeId file_type;  // type as stored (TQ1_0 / I2_S are repacked like the loader does)
   TernaryVariant variant;
-  bool x16 = false;  // also interleave to the TQ2_0 x16 layout (where the ISA's kernel reads it)
+  bool x16 = false;  // also interleave to the x16 layout (where the ISA's kernel reads it)
 };
 
 std::vector<float> RandomActivations(int64_t n, std::mt19937* rng, bool edge) {
@@ -74,7 +75,8 @@ TEST_P(KernelConformance, MatchesReference) {
         std::memcpy(&w.tensor_scale, wq.data() + n / 4, 4);
       }
       std::vector<uint8_t> repacked;
-      if (NeedsTernaryRepack(w)) {
+      // As the loader: TQ1_0 that gets the x16 layout is interleaved as it is, not repacked.
+      if (NeedsTernaryRepack(w) && !(c.x16 && WantsX16(w.type, isa, c.variant))) {
         ASSERT_TRUE(RepackToTq2(w, &repacked, &w).ok());
       }
       const WeightView plain = w;
@@ -168,6 +170,63 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(IsaName(std::get<0>(pi.param))) + "_" + TypeName(c.file_type) + v;
     });
 
+// TQ1_0 read in place decodes every byte value as the reference does, including the 13 values
+// no quantizer writes (a file may hold them): random bytes and scales, x16 layout, every ISA
+// level whose kernel reads it, token counts 1..9, row ranges split in thirds.
+TEST(Tq1X16, EveryByteValueMatchesReference) {
+  std::mt19937 rng(77);
+  int levels = 0;
+  for (Isa isa : AvailableIsas()) {
+    if (!WantsX16(TypeId::kTQ1_0, isa, TernaryVariant::kInt8Dot)) continue;
+    ++levels;
+    for (const Shape& s : {Shape{37, 512, 0}, Shape{16, 2560, 0}, Shape{3, 256, 0}}) {
+      const int64_t nb = s.cols / 256;
+      std::vector<uint8_t> plain(static_cast<size_t>(s.rows * nb) * 54);
+      std::uniform_real_distribution<float> ud(-0.2f, 0.2f);
+      for (size_t i = 0; i < plain.size(); i += 54) {
+        for (size_t j = 0; j < 52; ++j) plain[i + j] = static_cast<uint8_t>(rng());
+        const uint16_t d = Fp32ToFp16(ud(rng));
+        std::memcpy(&plain[i + 52], &d, 2);
+      }
+      // Every byte value appears: the code bytes of the first five blocks hold 0..255 in order.
+      for (int v = 0; v < 256 && v / 52 < s.rows * nb; ++v) {
+        plain[static_cast<size_t>(v / 52) * 54 + static_cast<size_t>(v % 52)] = static_cast<uint8_t>(v);
+      }
+      WeightView w;
+      w.type = TypeId::kTQ1_0;
+      w.rows = s.rows;
+      w.cols = s.cols;
+      w.data = plain.data();
+      w.row_bytes = static_cast<size_t>(nb) * 54;
+      const WeightView file_rows = w;
+      std::vector<uint8_t> interleaved;
+      ASSERT_TRUE(InterleaveX16(file_rows, &interleaved, &w).ok());
+      const GemmFn fn = SelectGemm(TypeId::kTQ1_0, isa, TernaryVariant::kDefault, nullptr);
+      for (int n = 1; n <= 9; ++n) {
+        SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << s.rows << "x" << s.cols << " tokens " << n);
+        const size_t act = ActivationBytes(TypeId::kTQ1_0, s.cols);
+        std::vector<uint8_t> xq(act * static_cast<size_t>(n));
+        for (int t = 0; t < n; ++t) {
+          const std::vector<float> x = RandomActivations(s.cols, &rng, t == 0);
+          QuantizeActivations(TypeId::kTQ1_0, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+        }
+        const int64_t ldy = s.rows + 2;
+        std::vector<float> want(static_cast<size_t>(ldy * n), Nan()), got = want;
+        GemmRef(file_rows, xq.data(), act, n, want.data(), ldy, 0, s.rows, 0.5f);
+        for (int p = 0; p < 3; ++p) fn(w, xq.data(), act, n, got.data(), ldy, s.rows * p / 3, s.rows * (p + 1) / 3, 0.5f);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_TRUE(std::memcmp(&got[i], &want[i], 4) == 0) << "index " << i << " got " << got[i] << " want " << want[i];
+        }
+      }
+    }
+  }
+  if (levels == 0) {
+    // Without AVX-512 VBMI (or with TRINE_TQ1_X16=0) the loader repacks TQ1_0 to TQ2_0, which
+    // KernelConformance covers.
+    GTEST_SKIP() << "no ISA level reads TQ1_0 in place here (needs AVX-512 VBMI)";
+  }
+}
+
 TEST(Dispatch, UnknownIsaNameIsReported) {
   // The process-wide selection is fixed at first use; here only the name table is checked.
   EXPECT_STREQ(IsaName(Isa::kAvx512), "avx512");
@@ -178,7 +237,7 @@ TEST(Dispatch, UnknownIsaNameIsReported) {
 // bytes as InterleaveX16 of the whole plain tensor, for TQ2_0 and Q4_0 and a ragged last group.
 TEST(X16Layout, RowsByGroupEqualWholeTensor) {
   std::mt19937 rng(5);
-  for (TypeId t : {TypeId::kTQ2_0, TypeId::kQ4_0}) {
+  for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0}) {
     const TypeTraits& tr = GetTypeTraits(t);
     const int64_t rows = 37, cols = 512;
     const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
@@ -212,6 +271,10 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
     EXPECT_EQ(b.interleave, 16);
     ASSERT_EQ(a.group_bytes, b.group_bytes);
     EXPECT_EQ(std::memcmp(a.data, b.data, a.group_bytes * 3), 0) << TypeName(t);
+    // The layout adds only the 64-byte padding of each group's scale header to the file's bytes
+    // (TQ1_0: 13 lines of code bytes per block, no TQ2_0 growth).
+    const int64_t nb = cols / tr.block_elems;
+    EXPECT_EQ(a.group_bytes, X16ScaleBytes(nb) + static_cast<size_t>(16 * nb) * (tr.block_bytes - 2)) << TypeName(t);
     // A plain-row shape of another type is refused with the same error as InterleaveX16.
     shape.type = TypeId::kQ8_0;
     EXPECT_FALSE(InterleaveX16Rows(shape, [](int64_t, int, uint8_t*) {}, &by_group, &b).ok());

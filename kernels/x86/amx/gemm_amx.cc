@@ -1,4 +1,4 @@
-// AMX-INT8 kernel for ternary prefill: TQ2_0 x16 weights x Q8_K activations with TDPBSUD.
+// AMX-INT8 kernel for ternary prefill: TQ2_0 / TQ1_0 x16 weights x Q8_K activations with TDPBSUD.
 // Compiled with its own flags (-mamx-tile -mamx-int8 plus the AVX-512 set); reached only through
 // SelectGemm when the CPU has AMX-INT8 and Linux granted the tile-data permission (AmxPermitted).
 //
@@ -15,6 +15,11 @@
 // reference's exact sumi, and the float combination (acc += sumi * (d_w * d_a), block by block,
 // then * tensor_scale * scale) runs 16 rows wide in the reference's order: bit-identical to GemmRef.
 //
+// TQ1_0 x16 (kernels/x86/tq1_x16.h, 13 lines per block) runs the same tiles: vpermi2b lookups
+// spread each line's base-3 bytes into its 4 (qh: 4, qs: 5) digit planes, the 64 spread lines of a
+// block fill the 4 B tiles (shift plane n: digit n of lines 0..12, then digit 4 of lines 3n ..
+// 3n+2), and the activation copy is permuted to match (Tq1Quad).
+//
 // Loop order: a chunk of row groups x all blocks x all token tiles. For one block the chunk's
 // groups reuse that block's activations (n_tokens x 256 bytes, L1/L2). A C tile's 4 products are
 // a dependency chain (TDPBSUD's latency is ~3x its issue interval), so up to 4 token tiles run as
@@ -27,6 +32,7 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 
@@ -60,7 +66,35 @@ Scratch& GetScratch() {
   return s;
 }
 
+// Activation element of byte 0 of B-tile row kk in shift plane n, TQ1_0 x16 (see the top).
+constexpr int Tq1Quad(int n, int kk) {
+  return kk < kTq1Lines ? Tq1Element(kk, n, 0) : Tq1Element(3 * n + kk - kTq1Lines, 4, 0);
+}
+
+// A 64-byte plane row of TQ1_0 activations: byte 4kk + i = x[Tq1Quad(n, kk) + i], gathered from
+// the 256-byte block by two vpermi2b (low and high 128 bytes) and a blend.
+struct Tq1Gather {
+  __m512i idx[4];
+  __mmask64 high[4];
+  Tq1Gather() {
+    for (int n = 0; n < 4; ++n) {
+      alignas(64) uint8_t ix[64];
+      uint64_t m = 0;
+      for (int kk = 0; kk < 16; ++kk) {
+        for (int i = 0; i < 4; ++i) {
+          const int e = Tq1Quad(n, kk) + i;
+          ix[4 * kk + i] = static_cast<uint8_t>(e & 127);
+          if (e >= 128) m |= uint64_t{1} << (4 * kk + i);
+        }
+      }
+      idx[n] = _mm512_load_si512(ix);
+      high[n] = m;
+    }
+  }
+};
+
 // The permuted activation copy, block sums and scales (tokens n_tokens .. tpad-1 are zero).
+template <bool kTq1>
 int8_t* PrepareActivations(const uint8_t* xq, size_t act_stride, int n_tokens, int tpad, int64_t nb, Scratch* s) {
   const size_t plane = static_cast<size_t>(tpad) * 64;  // one (block, shift): all tokens
   const size_t bytes = static_cast<size_t>(nb) * 4 * plane;
@@ -81,9 +115,21 @@ int8_t* PrepareActivations(const uint8_t* xq, size_t act_stride, int n_tokens, i
         s->d[k] = 0.0f;
         continue;
       }
-      for (int l = 0; l < 4; ++l) {
-        std::memcpy(dst + l * plane, x[b].qs + 32 * l, 32);
-        std::memcpy(dst + l * plane + 32, x[b].qs + 128 + 32 * l, 32);
+      if (kTq1) {
+        static const Tq1Gather gather;
+        const __m512i* q = reinterpret_cast<const __m512i*>(x[b].qs);
+        const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 1);
+        const __m512i q2 = _mm512_loadu_si512(q + 2), q3 = _mm512_loadu_si512(q + 3);
+        for (int n = 0; n < 4; ++n) {
+          const __m512i lo = _mm512_permutex2var_epi8(q0, gather.idx[n], q1);
+          const __m512i hi = _mm512_permutex2var_epi8(q2, gather.idx[n], q3);
+          _mm512_store_si512(dst + n * plane, _mm512_mask_blend_epi8(gather.high[n], lo, hi));
+        }
+      } else {
+        for (int l = 0; l < 4; ++l) {
+          std::memcpy(dst + l * plane, x[b].qs + 32 * l, 32);
+          std::memcpy(dst + l * plane + 32, x[b].qs + 128 + 32 * l, 32);
+        }
       }
       int32_t sum = 0;
       for (int j = 0; j < 16; ++j) sum += x[b].bsums[j];
@@ -155,13 +201,51 @@ inline void Combine(const int32_t (*c)[16], const int32_t* qsum, const float* d,
   }
 }
 
-void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
-                   int64_t r0, int64_t r1, float scale) {
+// One block of a group's code lines -> the 4 B tiles (one byte per code, B layout).
+inline void SpreadTq2(const uint8_t* cb, uint8_t (*codes)[1024]) {
+  const __m512i m3 = _mm512_set1_epi8(3);
+  for (int k = 0; k < 16; ++k) {
+    const __m512i q = _mm512_load_si512(cb + 64 * k);
+    _mm512_store_si512(codes[0] + 64 * k, _mm512_and_si512(q, m3));
+    _mm512_store_si512(codes[1] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 2), m3));
+    _mm512_store_si512(codes[2] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 4), m3));
+    _mm512_store_si512(codes[3] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 6), m3));
+  }
+}
+
+// table[q] per byte (256 entries: vpermi2b on the low 7 bits, the top bit picks the half).
+inline __m512i Lookup256(const uint8_t* table, __m512i q, __mmask64 top) {
+  const __m512i* t = reinterpret_cast<const __m512i*>(table);
+  const __m512i lo = _mm512_permutex2var_epi8(_mm512_load_si512(t), q, _mm512_load_si512(t + 1));
+  const __m512i hi = _mm512_permutex2var_epi8(_mm512_load_si512(t + 2), q, _mm512_load_si512(t + 3));
+  return _mm512_mask_blend_epi8(top, lo, hi);
+}
+
+inline void SpreadTq1(const uint8_t* cb, uint8_t (*codes)[1024]) {
+  const __m512i m3 = _mm512_set1_epi8(3);
+  for (int l = 0; l < kTq1Lines; ++l) {
+    const __m512i q = _mm512_load_si512(cb + 64 * l);
+    const __mmask64 top = _mm512_movepi8_mask(q);
+    const __m512i c = Lookup256(kTq1Tables.digits0123.data(), q, top);
+    _mm512_store_si512(codes[0] + 64 * l, _mm512_and_si512(c, m3));
+    _mm512_store_si512(codes[1] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 2), m3));
+    _mm512_store_si512(codes[2] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 4), m3));
+    _mm512_store_si512(codes[3] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 6), m3));
+    if (l < kTq1QsLines) {
+      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), Lookup256(kTq1Tables.digit4.data(), q, top));
+    }
+  }
+}
+
+template <bool kTq1>
+void GemmX16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                int64_t r0, int64_t r1, float scale) {
+  constexpr size_t kBlockBytes = kTq1 ? 64 * kTq1Lines : 1024;  // code bytes of one block of a group
   const int64_t nb = w.cols / kQK_K;
   const int tpad = (n_tokens + 15) / 16 * 16;
   const int ntt = tpad / 16;
   Scratch& s = GetScratch();
-  const int8_t* act = PrepareActivations(xq, act_stride, n_tokens, tpad, nb, &s);
+  const int8_t* act = PrepareActivations<kTq1>(xq, act_stride, n_tokens, tpad, nb, &s);
   const size_t plane = static_cast<size_t>(tpad) * 64;
   const size_t acc_floats = static_cast<size_t>(kGroupChunk) * static_cast<size_t>(tpad) * 16;
   if (s.acc.size() < acc_floats + 16) s.acc.resize(acc_floats + 16);
@@ -176,7 +260,6 @@ void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, in
   }
   _tile_loadconfig(&cfg);
 
-  const __m512i m3 = _mm512_set1_epi8(3);
   const size_t scale_bytes = X16ScaleBytes(nb);
   const int64_t gb = r0 / 16, ge = (r1 + 15) / 16;
   const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
@@ -189,21 +272,19 @@ void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, in
       const float* ds = s.d.data() + static_cast<size_t>(b) * static_cast<size_t>(tpad);
       for (int64_t g = g0; g < g1; ++g) {
         const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-        const uint8_t* cb = gp + scale_bytes + static_cast<size_t>(b) * 1024;
+        const uint8_t* cb = gp + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
         // Next in line: the chunk's next group at this block, else its first group at the next block.
         const uint8_t* next = g + 1 < g1 ? cb + w.group_bytes
                                          : (b + 1 < nb ? w.data + static_cast<size_t>(g0) * w.group_bytes +
-                                                             scale_bytes + static_cast<size_t>(b + 1) * 1024
+                                                             scale_bytes + static_cast<size_t>(b + 1) * kBlockBytes
                                                        : nullptr);
         if (next != nullptr) {
-          for (int k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(next + 64 * k), _MM_HINT_T0);
+          for (size_t k = 0; k < kBlockBytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(next + k), _MM_HINT_T0);
         }
-        for (int k = 0; k < 16; ++k) {
-          const __m512i q = _mm512_load_si512(cb + 64 * k);
-          _mm512_store_si512(s.codes[0] + 64 * k, _mm512_and_si512(q, m3));
-          _mm512_store_si512(s.codes[1] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 2), m3));
-          _mm512_store_si512(s.codes[2] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 4), m3));
-          _mm512_store_si512(s.codes[3] + 64 * k, _mm512_and_si512(_mm512_srli_epi16(q, 6), m3));
+        if (kTq1) {
+          SpreadTq1(cb, s.codes);
+        } else {
+          SpreadTq2(cb, s.codes);
         }
         // The tile-load asm has no memory clobber: keep the code stores before it.
         __asm__ __volatile__("" ::: "memory");
@@ -243,13 +324,19 @@ void GemmTq2X16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, in
 
 int AmxMinTokens() { return 8; }
 
-// TQ2_0 x16 weights and at least AmxMinTokens() tokens: the AMX kernel; anything else (decode,
-// short batches, plain rows of streamed layers) goes to the AVX-512 int8-dot kernel.
+// TQ2_0 or TQ1_0 x16 weights and at least AmxMinTokens() tokens: the AMX kernel; anything else
+// (decode, short batches, plain rows of streamed layers) goes to the AVX-512 int8-dot kernel.
 void GemmTq2Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                 int64_t r0, int64_t r1, float scale) {
-  if (w.type == TypeId::kTQ2_0 && w.interleave == 16 && n_tokens >= AmxMinTokens() && r0 < r1) {
-    GemmTq2X16Amx(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
-    return;
+  if (w.interleave == 16 && n_tokens >= AmxMinTokens() && r0 < r1) {
+    if (w.type == TypeId::kTQ2_0) {
+      GemmX16Amx<false>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+      return;
+    }
+    if (w.type == TypeId::kTQ1_0) {  // built only where the CPU has VBMI (the lookups)
+      GemmX16Amx<true>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+      return;
+    }
   }
   Avx512Table().tq2_int8dot(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
 }

@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/q8k_act_sums.h"
 
 namespace trine::kernels {
 namespace {
@@ -21,32 +22,6 @@ inline __m512i LoadActPair(const int8_t* a, int n) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * n));
   const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 128 + 32 * n));
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-// Per (token, block): sum of the activations and the fp32 scale, gathered once per call.
-struct ActSums {
-  std::vector<int32_t> qsum;  // (n_tokens, nb)
-  std::vector<float> d;       // (n_tokens, nb)
-};
-
-// Grow-only per-thread scratch (the GemmFn contract has no workspace; OpenMP threads persist).
-ActSums& GetActSums() {
-  thread_local ActSums s;
-  return s;
-}
-
-void GatherActSums(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, ActSums* s) {
-  if (s->qsum.size() < static_cast<size_t>(n_tokens * nb)) s->qsum.resize(static_cast<size_t>(n_tokens * nb));
-  if (s->d.size() < static_cast<size_t>(n_tokens * nb)) s->d.resize(static_cast<size_t>(n_tokens * nb));
-  for (int t = 0; t < n_tokens; ++t) {
-    const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
-    for (int64_t b = 0; b < nb; ++b) {
-      int32_t sum = 0;
-      for (int j = 0; j < 16; ++j) sum += a[b].bsums[j];
-      s->qsum[static_cast<size_t>(t * nb + b)] = sum;
-      s->d[static_cast<size_t>(t * nb + b)] = a[b].d;
-    }
-  }
 }
 
 // Sums each of 16 vectors' lanes: lane r of the result is the sum of v[r]'s 16 lanes. Integer
@@ -178,8 +153,21 @@ void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
   }
 }
 
+}  // namespace
+
+// TQ1_0 x16 (gemm_tq1_vbmi.cc; the loader builds that layout only where the CPU has VBMI).
+void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
+
+namespace {
+
+// The ternary int8-dot entry: TQ1_0 x16, TQ2_0 x16 or TQ2_0 file rows.
 void GemmTq2Q8kVnni(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
+  if (w.type == TypeId::kTQ1_0) {
+    GemmTq1X16Vbmi(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    return;
+  }
   if (w.interleave == 16) {
     GemmTq2X16(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
     return;

@@ -18,6 +18,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 namespace {
@@ -89,6 +90,39 @@ void FillTq2(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float*
   for (int l = 0; l < 16; ++l) Tq2Line(_mm512_i32gather_epi32(G.off, blk + 4 * l, 1), l, d, tile);
 }
 
+// GCC 12 reports the intrinsics' own undefined pass-through operands (`__Y = __Y` in
+// avx512fintrin.h) as used uninitialized once they are inlined into the TQ1_0 and Q6_K loop
+// nests; a false positive, silenced for the decoders from here to FillQ6_K (src/CMakeLists.txt
+// silences the maybe- variant).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// TQ1_0 x16 (kernels/x86/tq1_x16.h): digit n of byte x is ((x * 3^n) mod 256) * 3 >> 8; each step
+// multiplies by 3 (x + 2x), the part above 8 bits is the digit and the low 8 bits carry on.
+inline void Tq1Line(__m512i q, int l, __m512 d, float* tile) {
+  const __m512i m255 = _mm512_set1_epi32(255);
+  const int digits = l < kTq1QsLines ? 5 : 4;
+  for (int p = 0; p < 4; ++p) {
+    __m512i x = _mm512_and_si512(_mm512_srli_epi32(q, static_cast<unsigned>(8 * p)), m255);
+    for (int n = 0; n < digits; ++n) {
+      const __m512i x3 = _mm512_add_epi32(x, _mm512_slli_epi32(x, 1));
+      const __m512i c = _mm512_srli_epi32(x3, 8);
+      _mm512_store_ps(tile + Tq1Element(l, n, p) * 16, _mm512_fmsub_ps(_mm512_cvtepi32_ps(c), d, d));
+      x = _mm512_and_si512(x3, m255);
+    }
+  }
+}
+
+// x16 only: plain TQ1_0 rows never reach a kernel (the loader repacks them to TQ2_0).
+void FillTq1(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
+  const int64_t b = k0 / kQK_K, nb = w.cols / kQK_K;
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + 32 * b)));
+  const uint8_t* lines = G.base + X16ScaleBytes(nb) + static_cast<size_t>(b) * 64 * kTq1Lines;
+  for (int l = 0; l < kTq1Lines; ++l) Tq1Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
+}
+
 // Q4_0: byte m of a block holds element m (low nibble) and m + 16 (high), minus 8, times d.
 inline void Q4Line(__m512i q, int l, __m512 d, float* tile) {
   const __m512i m15 = _mm512_set1_epi32(15);
@@ -136,13 +170,6 @@ void FillQ8_0(const WeightView& /*w*/, const Group& G, int64_t k0, int kc, float
 // ql[64h + 32(q & 1) + l] (low nibble for q < 2, high for q >= 2), its top 2 bits at bits 2q of
 // qh[32h + l], and the scale scales[8h + l / 16 + 2q]; it is (d * scale) * (bits - 32), the
 // reference's order. Each dword gather brings 4 consecutive l of every row.
-// GCC 12 reports the intrinsics' own undefined pass-through operands (`__Y = __Y` in
-// avx512fintrin.h) as used uninitialized once they are inlined into this loop nest; a false
-// positive, silenced for this function only (src/CMakeLists.txt silences the maybe- variant).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 void FillQ6_K(const WeightView& /*w*/, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const uint8_t* blk = G.base + static_cast<size_t>(k0 / kQK_K) * sizeof(BlockQ6_K);
   // d * scale per row and sub-block, in scalar code (256 products per 4096 values).
@@ -282,6 +309,7 @@ void GemmF32ActAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride,
   FillFn fill = nullptr;
   switch (w.type) {
     case TypeId::kTQ2_0: fill = FillTq2; break;
+    case TypeId::kTQ1_0: fill = w.interleave ? FillTq1 : nullptr; break;
     case TypeId::kQ4_0: fill = FillQ4_0; break;
     case TypeId::kQ8_0: fill = w.interleave ? nullptr : FillQ8_0; break;
     case TypeId::kF32:

@@ -1,0 +1,167 @@
+// TQ1_0 read in place: ternary x Q8_K on the TQ1_0 x16 layout (kernels/x86/tq1_x16.h), AVX-512
+// with VBMI. Compiled with its own flags (the AVX-512 set plus -mavx512vbmi); reached only for
+// views the loader built, which it does only when the CPU has VBMI (WantsX16).
+//
+// Why: repacking TQ1_0 (1.6875 bits per weight) to TQ2_0 (2.0625) costs 22 % more resident
+// memory and 22 % more bytes read per decoded token. Decoding base-3 bytes costs more instructions
+// than TQ2_0's masks, but decode is bound by memory, not by these instructions.
+//
+// Decode of a 64-byte line (16 rows x 4 bytes): two vpermi2b lookups per 128-entry half of a
+// 256-entry table plus a blend on the byte's top bit turn every byte into the TQ2_0 code-byte
+// form of its digits 0..3 (digit n at bits 2n); a second table gives digit 4. The code byte is
+// then used exactly like a TQ2_0 line: under the masks 0x03, 0x0C, 0x30, 0xC0, one vpdpbusd per
+// digit against the broadcast 4 activation bytes of the matching elements, one accumulator per
+// digit position with the 4^n scale shifted out once per block (exact). Per 64 bytes (320
+// weights): 5 table operations, 4 ANDs and 5 vpdpbusd per token, no horizontal reductions.
+// Integer sums are exact, and the float combination per block is the reference's
+// (acc += sumi * (d_w * d_a)), 16 rows wide: bit-identical to GemmRef.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels.h"
+#include "tensor/blocks.h"
+#include "x86/q8k_act_sums.h"
+#include "x86/tq1_x16.h"
+
+namespace trine::kernels {
+namespace {
+
+// A 256-entry byte table as four 64-byte vectors.
+struct Table256 {
+  __m512i t[4];
+};
+
+inline Table256 LoadTable(const uint8_t* table) {
+  Table256 r;
+  for (int i = 0; i < 4; ++i) r.t[i] = _mm512_load_si512(table + 64 * i);
+  return r;
+}
+
+// table[q] for each byte q: vpermi2b indexes 128 entries with the low 7 bits; the top bit picks
+// the half.
+inline __m512i Lookup(const Table256& tb, __m512i q, __mmask64 top) {
+  const __m512i lo = _mm512_permutex2var_epi8(tb.t[0], q, tb.t[1]);
+  const __m512i hi = _mm512_permutex2var_epi8(tb.t[2], q, tb.t[3]);
+  return _mm512_mask_blend_epi8(top, lo, hi);
+}
+
+inline __m512i Broadcast4(const int8_t* a) {
+  int32_t v;
+  std::memcpy(&v, a, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// One block of a TQ1_0 x16 group (13 lines) against T tokens' Q8_K blocks: s[t] lane i = sum over
+// the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
+template <int T>
+inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Table256& d4_tb,
+                        const int8_t* const a[T], __m512i s[T]) {
+  constexpr int kSets = T == 1 ? 2 : 1;  // two accumulator sets hide vpdpbusd latency at T = 1
+  const __m512i m[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C), _mm512_set1_epi8(0x30),
+                        _mm512_set1_epi8(static_cast<char>(0xC0))};
+  __m512i acc[kSets][4][T];
+  for (int u = 0; u < kSets; ++u) {
+    for (int n = 0; n < 4; ++n) {
+      for (int t = 0; t < T; ++t) acc[u][n][t] = _mm512_setzero_si512();
+    }
+  }
+  // Fully unrolled: the activation offsets are constants and the accumulators stay in registers.
+#pragma GCC unroll 13
+  for (int l = 0; l < kTq1Lines; ++l) {
+    const __m512i q = _mm512_load_si512(lines + 64 * l);
+    const __mmask64 top = _mm512_movepi8_mask(q);
+    const __m512i c = Lookup(codes_tb, q, top);
+    const int u = kSets == 2 ? (l & 1) : 0;
+#pragma GCC unroll 4
+    for (int n = 0; n < 4; ++n) {
+      const __m512i cn = _mm512_and_si512(c, m[n]);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[u][n][t] = _mm512_dpbusd_epi32(acc[u][n][t], cn, Broadcast4(a[t] + Tq1Element(l, n, 0)));
+      }
+    }
+    if (l < kTq1QsLines) {  // qs bytes carry a fifth digit (weight 1: accumulator 0)
+      const __m512i c4 = Lookup(d4_tb, q, top);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[u][0][t] = _mm512_dpbusd_epi32(acc[u][0][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    __m512i v[4];
+    for (int n = 0; n < 4; ++n) v[n] = kSets == 2 ? _mm512_add_epi32(acc[0][n][t], acc[kSets - 1][n][t]) : acc[0][n][t];
+    s[t] = _mm512_add_epi32(_mm512_add_epi32(v[0], _mm512_srai_epi32(v[1], 2)),
+                            _mm512_add_epi32(_mm512_srai_epi32(v[2], 4), _mm512_srai_epi32(v[3], 6)));
+  }
+}
+
+// T tokens (from t0) x the groups covering rows [r0, r1).
+template <int T>
+void Tq1X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0, const ActSums& sums,
+                  float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const Table256 codes_tb = LoadTable(kTq1Tables.digits0123.data());
+  const Table256 d4_tb = LoadTable(kTq1Tables.digit4.data());
+  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  constexpr size_t kBlockBytes = 64 * kTq1Lines;
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    const uint8_t* next = gp + w.group_bytes;
+    __m512 out[T];
+    for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+    // The group is one linear stream; fetch the next group (into L2) one block step ahead.
+    for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* lines = gp + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
+      const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
+      for (int l = 0; l < kTq1Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T1);
+      const int8_t* a[T];
+      for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+      __m512i s[T];
+      Tq1X16Block<T>(lines, codes_tb, d4_tb, a, s);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + 32 * b)));
+      for (int t = 0; t < T; ++t) {
+        const size_t k = static_cast<size_t>((t0 + t) * nb + b);
+        const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(sums.qsum[k]));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
+        out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
+      }
+    }
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
+    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
+                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
+    }
+  }
+}
+
+}  // namespace
+
+// Ternary x Q8_K on the TQ1_0 x16 layout, any token count (up to 4 tokens per pass over a group;
+// later passes read the group from L1/L2). Other layouts go to the reference.
+void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale) {
+  if (w.type != TypeId::kTQ1_0 || w.interleave != 16) {
+    GemmRef(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    return;
+  }
+  const int64_t nb = w.cols / kQK_K;
+  ActSums& sums = GetActSums();
+  GatherActSums(xq, act_stride, n_tokens, nb, &sums);
+  int t0 = 0;
+  for (; t0 + 4 <= n_tokens; t0 += 4) Tq1X16Tokens<4>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale);
+  switch (n_tokens - t0) {
+    case 3: Tq1X16Tokens<3>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    case 2: Tq1X16Tokens<2>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    case 1: Tq1X16Tokens<1>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
+    default: break;
+  }
+}
+
+}  // namespace trine::kernels
