@@ -65,6 +65,8 @@ const Variant kVariants[] = {
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_x16_amx", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
+    {"tq1_0_x16", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true, true},  // read in place (VBMI)
+    {"tq1_0_x16_amx", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, false, true, true},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
     {"q4_0_x16", TypeId::kQ4_0, TernaryVariant::kDefault, true, true},
     {"q8_0", TypeId::kQ8_0, TernaryVariant::kDefault, true},
@@ -92,7 +94,7 @@ WeightCache& Weights(TypeId type, int64_t rows, int64_t cols) {
   constexpr int64_t kTile = 32;
   std::mt19937 rng(17);
   std::normal_distribution<float> nd(0.0f, 0.02f);
-  const bool ternary = type == TypeId::kTQ2_0;
+  const bool ternary = type == TypeId::kTQ2_0 || type == TypeId::kTQ1_0;
   std::vector<float> wf(static_cast<size_t>(kTile * cols));
   for (auto& v : wf) v = ternary ? 0.02f * static_cast<float>(static_cast<int>(rng() % 3) - 1) : nd(rng);
   uint64_t tile_bytes = 0;
@@ -136,10 +138,11 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
   w.f32_activations = f32act;
   trine::kernels::GemmFn fn = f32act ? trine::kernels::SelectGemmF32Act(v.type, isa, &kname)
                                      : trine::kernels::SelectGemm(v.type, isa, v.variant, &kname);
-  if (!f32act && v.type == TypeId::kTQ2_0 && v.variant == TernaryVariant::kInt8Dot) {
+  if (!f32act && (v.type == TypeId::kTQ2_0 || v.type == TypeId::kTQ1_0) && v.variant == TernaryVariant::kInt8Dot) {
     // Pin the kernel: SelectGemm's avx512 entry is GemmTq2Amx where AMX is enabled.
     fn = v.amx ? trine::kernels::GemmTq2Amx : trine::kernels::GetKernelTable(isa).tq2_int8dot;
-    kname = v.amx ? "tq2_0: amx-int8 tdpbsud (x16)" : std::string("tq2_0: int8 dot (") + trine::kernels::IsaName(isa) + ")";
+    kname = std::string(trine::TypeName(v.type)) + (v.amx ? ": amx-int8 tdpbsud (x16)" : ": int8 dot (") +
+            (v.amx ? "" : std::string(trine::kernels::IsaName(isa)) + ")");
   }
 
   const size_t act = trine::kernels::ActivationBytesFor(w);
@@ -217,7 +220,7 @@ int main(int argc, char** argv) {
         std::vector<int> toks = {1, 128};
         if (std::string(s.name) == "llama1b.ffn_down") toks = {1, 2, 4, 8, 16, 32, 128};
         // The AMX prefill kernel against the AVX-512 x16 one at prefill batch sizes.
-        if (v.x16 && v.type == TypeId::kTQ2_0 && std::string(s.name).rfind("bitnet2b.", 0) == 0) {
+        if (v.x16 && v.type != TypeId::kQ4_0 && std::string(s.name).rfind("bitnet2b.", 0) == 0) {
           toks = {1, 16, 64, 128};
         }
         if (v.amx && (isa != Isa::kAvx512 || !trine::kernels::AmxAvailable())) continue;

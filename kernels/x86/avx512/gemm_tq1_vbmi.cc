@@ -57,14 +57,13 @@ inline __m512i Broadcast4(const int8_t* a) {
 template <int T>
 inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Table256& d4_tb,
                         const int8_t* const a[T], __m512i s[T]) {
-  constexpr int kSets = T == 1 ? 2 : 1;  // two accumulator sets hide vpdpbusd latency at T = 1
+  // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
+  // per line, enough independent chains to hide its latency without a second set at T = 1.
   const __m512i m[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C), _mm512_set1_epi8(0x30),
                         _mm512_set1_epi8(static_cast<char>(0xC0))};
-  __m512i acc[kSets][4][T];
-  for (int u = 0; u < kSets; ++u) {
-    for (int n = 0; n < 4; ++n) {
-      for (int t = 0; t < T; ++t) acc[u][n][t] = _mm512_setzero_si512();
-    }
+  __m512i acc[5][T];
+  for (int n = 0; n < 5; ++n) {
+    for (int t = 0; t < T; ++t) acc[n][t] = _mm512_setzero_si512();
   }
   // Fully unrolled: the activation offsets are constants and the accumulators stay in registers.
 #pragma GCC unroll 13
@@ -72,28 +71,25 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
     const __m512i q = _mm512_load_si512(lines + 64 * l);
     const __mmask64 top = _mm512_movepi8_mask(q);
     const __m512i c = Lookup(codes_tb, q, top);
-    const int u = kSets == 2 ? (l & 1) : 0;
 #pragma GCC unroll 4
     for (int n = 0; n < 4; ++n) {
       const __m512i cn = _mm512_and_si512(c, m[n]);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        acc[u][n][t] = _mm512_dpbusd_epi32(acc[u][n][t], cn, Broadcast4(a[t] + Tq1Element(l, n, 0)));
+        acc[n][t] = _mm512_dpbusd_epi32(acc[n][t], cn, Broadcast4(a[t] + Tq1Element(l, n, 0)));
       }
     }
-    if (l < kTq1QsLines) {  // qs bytes carry a fifth digit (weight 1: accumulator 0)
+    if (l < kTq1QsLines) {  // qs bytes carry a fifth digit
       const __m512i c4 = Lookup(d4_tb, q, top);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        acc[u][0][t] = _mm512_dpbusd_epi32(acc[u][0][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
+        acc[4][t] = _mm512_dpbusd_epi32(acc[4][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
       }
     }
   }
   for (int t = 0; t < T; ++t) {
-    __m512i v[4];
-    for (int n = 0; n < 4; ++n) v[n] = kSets == 2 ? _mm512_add_epi32(acc[0][n][t], acc[kSets - 1][n][t]) : acc[0][n][t];
-    s[t] = _mm512_add_epi32(_mm512_add_epi32(v[0], _mm512_srai_epi32(v[1], 2)),
-                            _mm512_add_epi32(_mm512_srai_epi32(v[2], 4), _mm512_srai_epi32(v[3], 6)));
+    s[t] = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[0][t], acc[4][t]), _mm512_srai_epi32(acc[1][t], 2)),
+                            _mm512_add_epi32(_mm512_srai_epi32(acc[2][t], 4), _mm512_srai_epi32(acc[3][t], 6)));
   }
 }
 
