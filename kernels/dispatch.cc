@@ -103,7 +103,8 @@ const KernelTable& GetKernelTable(Isa isa) {
 }
 
 #if defined(TRINE_HAVE_AMX)
-bool AmxAvailable() { return IsaSupported(Isa::kAvx512) && AmxPermitted(); }
+// The AMX translation unit is built with VBMI too (its TQ1_0 lookups); every AMX CPU has it.
+bool AmxAvailable() { return IsaSupported(Isa::kAvx512) && GetCpuFeatures().avx512_vbmi && AmxPermitted(); }
 #else
 bool AmxAvailable() { return false; }
 int AmxMinTokens() { return 0; }

@@ -58,11 +58,11 @@ Isa ActiveIsa();
 Status ActiveIsaStatus();
 
 // AMX-INT8 (x86): AmxAvailable() when this build has the AMX kernel, the CPU has AMX-TILE +
-// AMX-INT8 with OS-enabled tile state and Linux granted the process the tile-data permission
-// (cpu_features.h AmxPermitted). AmxEnabled(): available and not turned off by TRINE_AMX=0; then
-// SelectGemm's ternary int8-dot kernel on avx512 is GemmTq2Amx, which runs TDPBSUD tiles on the
-// TQ2_0 / TQ1_0 x16 layouts for n_tokens >= AmxMinTokens() and the AVX-512 kernel otherwise (decode, short
-// batches, plain rows). Bit-identical to GemmRef like every integer kernel. Calling GemmTq2Amx
+// AMX-INT8 with OS-enabled tile state (and AVX-512 VBMI, which every AMX CPU has) and Linux
+// granted the process the tile-data permission (cpu_features.h AmxPermitted). AmxEnabled():
+// available and not turned off by TRINE_AMX=0; then SelectGemm's ternary int8-dot kernel on avx512
+// is GemmTq2Amx, which runs TDPBSUD tiles on the TQ2_0 / TQ1_0 x16 layouts for n_tokens >=
+// AmxMinTokens() and the AVX-512 kernel otherwise (decode, short batches, plain rows). Bit-identical to GemmRef like every integer kernel. Calling GemmTq2Amx
 // needs AmxAvailable().
 bool AmxAvailable();
 bool AmxEnabled();

@@ -165,7 +165,12 @@ namespace {
 void GemmTq2Q8kVnni(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   if (w.type == TypeId::kTQ1_0) {
-    GemmTq1X16Vbmi(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    // Only the x16 layout enters the VBMI translation unit (plain TQ1_0 rows are repacked at load).
+    if (w.interleave == 16) {
+      GemmTq1X16Vbmi(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    } else {
+      GemmRef(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    }
     return;
   }
   if (w.interleave == 16) {

@@ -139,14 +139,10 @@ void Tq1X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act
 
 }  // namespace
 
-// Ternary x Q8_K on the TQ1_0 x16 layout, any token count (up to 4 tokens per pass over a group;
-// later passes read the group from L1/L2). Other layouts go to the reference.
+// Ternary x Q8_K on the TQ1_0 x16 layout (the caller checks the layout), any token count (up to 4
+// tokens per pass over a group; later passes read the group from L1/L2).
 void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  if (w.type != TypeId::kTQ1_0 || w.interleave != 16) {
-    GemmRef(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
-    return;
-  }
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
