@@ -237,14 +237,14 @@ TEST(Dispatch, UnknownIsaNameIsReported) {
 // bytes as InterleaveX16 of the whole plain tensor, for TQ2_0 and Q4_0 and a ragged last group.
 TEST(X16Layout, RowsByGroupEqualWholeTensor) {
   std::mt19937 rng(5);
-  for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0}) {
+  for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0, TypeId::kQ4_K}) {
     const TypeTraits& tr = GetTypeTraits(t);
     const int64_t rows = 37, cols = 512;
     const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
     std::vector<uint8_t> plain(row_bytes * rows);
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<float> x = RandomTernaryWeights(cols, &rng, 0.5f + 0.01f * static_cast<float>(r));
-      if (t == TypeId::kQ4_0) {
+      if (t == TypeId::kQ4_0 || t == TypeId::kQ4_K) {
         std::normal_distribution<float> nd(0.0f, 1.0f);
         for (auto& v : x) v = nd(rng);
       }
@@ -271,10 +271,12 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
     EXPECT_EQ(b.interleave, 16);
     ASSERT_EQ(a.group_bytes, b.group_bytes);
     EXPECT_EQ(std::memcmp(a.data, b.data, a.group_bytes * 3), 0) << TypeName(t);
-    // The layout adds only the 64-byte padding of each group's scale header to the file's bytes
-    // (TQ1_0: 13 lines of code bytes per block, no TQ2_0 growth).
+    // Code bytes per row and block: the block less its fp16 d (kept in the scale header), or the
+    // whole block for Q4_K (d and dmin stay in line 0; the header repeats d). TQ1_0: 13 lines,
+    // no TQ2_0 growth.
     const int64_t nb = cols / tr.block_elems;
-    EXPECT_EQ(a.group_bytes, X16ScaleBytes(nb) + static_cast<size_t>(16 * nb) * (tr.block_bytes - 2)) << TypeName(t);
+    const size_t code_bytes = t == TypeId::kQ4_K ? tr.block_bytes : tr.block_bytes - 2;
+    EXPECT_EQ(a.group_bytes, X16ScaleBytes(nb) + static_cast<size_t>(16 * nb) * code_bytes) << TypeName(t);
     // A plain-row shape of another type is refused with the same error as InterleaveX16.
     shape.type = TypeId::kQ8_0;
     EXPECT_FALSE(InterleaveX16Rows(shape, [](int64_t, int, uint8_t*) {}, &by_group, &b).ok());

@@ -148,8 +148,10 @@ TEST_P(QuantsConformance, BitIdenticalToReference) {
     for (const Shape& s : kShapes) {
       for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng, true);
     }
-    for (const Shape& s : kQ0Shapes) {
-      for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng, true);
+    if (type == TypeId::kQ4_0) {  // 32-column shapes: Q4_0 only (K-quants need 256)
+      for (const Shape& s : kQ0Shapes) {
+        for (bool edge : {false, true}) CheckShape(isa, type, s, edge, &rng, true);
+      }
     }
   }
 }

@@ -209,16 +209,31 @@ void FillQ6_K(const WeightView& /*w*/, const Group& G, int64_t k0, int /*kc*/, f
 #pragma GCC diagnostic pop
 #endif
 
-// Every other type (F32, F16, BF16, Q4_K): the scalar dequantize_row of each row's chunk,
+// Every other type (F32, F16, BF16, Q4_K incl. its x16 layout): the scalar dequantize_row of each row's chunk,
 // then a transpose by gathers. Chunks start on block boundaries (256 is a multiple of every
 // block size) and the last one is a whole number of blocks because cols is.
 void FillGeneric(const WeightView& w, const Group& G, int64_t k0, int kc, float* tile) {
   const TypeTraits& tr = GetTypeTraits(w.type);
   alignas(64) static thread_local float rows[16 * kKC];
   const size_t src_off = static_cast<size_t>(k0 / tr.block_elems * tr.block_bytes);
+  // x16 Q4_K keeps whole blocks as lines (dword lane i = row i): gather the chunk's blocks of a row.
+  alignas(64) static thread_local uint8_t blocks[kKC / 32 * 144];
+  const size_t line_bytes = tr.block_bytes / 4 * 64;
   for (int i = 0; i < 16; ++i) {
     const int li = i >= G.lo && i < G.hi ? i : G.lo;
-    tr.dequantize_row(G.base + static_cast<size_t>(li - G.lo) * w.row_bytes + src_off, rows + i * kKC, kc);
+    const uint8_t* src = G.base + static_cast<size_t>(li - G.lo) * w.row_bytes + src_off;
+    if (w.interleave == 16) {
+      const int64_t bb = static_cast<int64_t>(tr.block_bytes);
+      const uint8_t* lines =
+          G.base + X16ScaleBytes(w.cols / tr.block_elems) + static_cast<size_t>(k0 / tr.block_elems) * line_bytes;
+      for (int64_t b = 0; b < kc / tr.block_elems; ++b) {
+        for (int64_t k = 0; k < bb / 4; ++k) {
+          std::memcpy(blocks + b * bb + 4 * k, lines + static_cast<size_t>(b) * line_bytes + 64 * k + 4 * li, 4);
+        }
+      }
+      src = blocks;
+    }
+    tr.dequantize_row(src, rows + i * kKC, kc);
   }
   const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                          _mm512_set1_epi32(kKC));
@@ -314,8 +329,8 @@ void GemmF32ActAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride,
     case TypeId::kQ8_0: fill = w.interleave ? nullptr : FillQ8_0; break;
     case TypeId::kF32:
     case TypeId::kF16:
-    case TypeId::kBF16:
-    case TypeId::kQ4_K: fill = w.interleave ? nullptr : FillGeneric; break;
+    case TypeId::kBF16: fill = w.interleave ? nullptr : FillGeneric; break;
+    case TypeId::kQ4_K: fill = FillGeneric; break;  // x16: whole blocks as lines
     case TypeId::kQ6_K: fill = w.interleave ? nullptr : FillQ6_K; break;
     default: break;
   }

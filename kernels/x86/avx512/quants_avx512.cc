@@ -526,6 +526,118 @@ inline void DotQ4_KBlock(const BlockQ4_K* blk, const __m512i a[4], __m256i bsums
   *sumi = s;
 }
 
+// Q4_K x Q8_K on the x16 layout (WeightView::interleave; built at load time): a block of 16 rows
+// is 36 lines of 64 bytes in rows-in-lanes order, line k holding bytes 4k..4k+3 of each row's
+// 144-byte block: d and dmin in line 0, the 12 packed scale bytes in lines 1-3, qs in lines 4-35
+// (chunk j = lines 4 + 8j .. 4 + 8j + 7: low nibbles are sub-block 2j, high nibbles 2j + 1). The
+// 6-bit scales and mins of all 16 rows are unpacked together with the reference's byte masks,
+// nibbles are used in place under 0x0F / 0xF0 (the high ones as 16 x q, their own accumulator,
+// shifted out per sub-block: exact), one vpdpbusd per line and nibble against a broadcast of 4
+// activations, and each sub-block's sum joins sumi times its scale: the reference's exact sumi and
+// summ, then its float order (acc += d * sumi - dmin * summ), 16 rows wide.
+template <int T>
+inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
+                        int t0, __m512 out[T]) {
+  constexpr int kLines = 36;
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  const uint8_t* codes = g + scale_bytes;
+  const __m512i m0f = _mm512_set1_epi8(0x0F), mf0 = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const __m512i m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30), mff = _mm512_set1_epi32(0xFF);
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* L = codes + static_cast<size_t>(b) * kLines * 64;
+    PrefetchNext(next + scale_bytes + static_cast<size_t>(b) * kLines * 64, kLines * 64);
+    // Scales and mins: byte k of sc03 / sc47 / m03 / m47 belongs to sub-block k / 4 + k.
+    const __m512i u0 = _mm512_load_si512(L + 64), u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
+    const __m512i sc03 = _mm512_and_si512(u0, m3f), m03 = _mm512_and_si512(u1, m3f);
+    const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, m0f), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m30));
+    const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f),
+                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), m30));
+    __m512i sumi[T], summ[T];
+    for (int t = 0; t < T; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      __m512i lo[T], hi[T];
+      for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i q = _mm512_load_si512(L + 64 * (4 + 8 * j + k));
+        const __m512i ql = _mm512_and_si512(q, m0f), qh = _mm512_and_si512(q, mf0);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          int32_t a_lo, a_hi;
+          std::memcpy(&a_lo, act[t][b].qs + 64 * j + 4 * k, 4);
+          std::memcpy(&a_hi, act[t][b].qs + 64 * j + 32 + 4 * k, 4);
+          lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(a_lo));
+          hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(a_hi));
+        }
+      }
+      // Sub-blocks 2j and 2j + 1: scale bytes k = (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47.
+      const __m512i scv = j < 2 ? sc03 : sc47, mv = j < 2 ? m03 : m47;
+      const unsigned sh0 = static_cast<unsigned>(8 * ((2 * j) % 4)), sh1 = sh0 + 8;
+      const __m512i sc_lo = _mm512_and_si512(_mm512_srli_epi32(scv, sh0), mff);
+      const __m512i sc_hi = _mm512_and_si512(_mm512_srli_epi32(scv, sh1), mff);
+      const __m512i m_lo = _mm512_and_si512(_mm512_srli_epi32(mv, sh0), mff);
+      const __m512i m_hi = _mm512_and_si512(_mm512_srli_epi32(mv, sh1), mff);
+      for (int t = 0; t < T; ++t) {
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc_lo),
+                                                             _mm512_mullo_epi32(_mm512_srai_epi32(hi[t], 4), sc_hi)));
+        // m (<= 63) times a 32-value activation sum (|.| <= 4096): one vpmaddwd each (high halves 0).
+        const int16_t* bs = act[t][b].bsums;
+        const __m512i p_lo = _mm512_set1_epi32(bs[4 * j] + bs[4 * j + 1]);
+        const __m512i p_hi = _mm512_set1_epi32(bs[4 * j + 2] + bs[4 * j + 3]);
+        summ[t] = _mm512_add_epi32(summ[t], _mm512_add_epi32(_mm512_madd_epi16(m_lo, p_lo), _mm512_madd_epi16(m_hi, p_hi)));
+      }
+    }
+    // d and dmin: the low and high halves of line 0's dwords.
+    const __m512i dd = _mm512_load_si512(L);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+    const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+    for (int t = 0; t < T; ++t) {
+      const __m512 da = _mm512_set1_ps(act[t][b].d);
+      const __m512 d = _mm512_mul_ps(dw, da), dmin = _mm512_mul_ps(dmw, da);
+      // Reference order: acc += d * sumi - dmin * summ.
+      out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[t])),
+                                                   _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t]))));
+    }
+  }
+}
+
+template <int T>
+inline void Q4KX16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0, float* y,
+                         int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    __m512 out[T];
+    Q4KX16Group<T>(gp, gp + w.group_bytes, nb, xq, act_stride, t0, out);
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
+    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
+                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
+    }
+  }
+}
+
+// Below kTokenLaneMin tokens: up to 4 tokens per pass over a group (a group stays in L2).
+void GemmQ4_KX16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                 int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  int t0 = 0;
+  for (; t0 + 4 <= n_tokens; t0 += 4) Q4KX16Tokens<4>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale);
+  switch (n_tokens - t0) {
+    case 3: Q4KX16Tokens<3>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
+    case 2: Q4KX16Tokens<2>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
+    case 1: Q4KX16Tokens<1>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
+    default: break;
+  }
+}
+
 void GemmQ4_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
                       int64_t ldy, int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
@@ -579,6 +691,7 @@ struct TokenLaneScratch {
   std::vector<uint8_t> w;     // (8 rows, cols): unpacked unsigned weight bytes, activation order
   std::vector<int32_t> wsc;   // (8 rows, n_blocks, k): per-group integer scales (K-quants)
   std::vector<float> wd;      // (8 rows, n_blocks, 2): weight block scales (d, dmin)
+  std::vector<uint8_t> plain;  // (8 rows, row_bytes): x16 rows gathered back (Q4_K)
 };
 
 TokenLaneScratch& GetScratch() {
@@ -736,9 +849,15 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb * 2));       // d, dmin
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
   const __m512i m0f = _mm512_set1_epi8(0x0F);
+  // x16 rows (decode's layout) are gathered back to plain rows first: 36 dword copies per block,
+  // small next to the 128-token work per row (kernels/README.md).
+  uint8_t* plain = w.interleave == 16 ? Grow(&sc.plain, kTileRows * w.row_bytes) : nullptr;
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
+    if (plain != nullptr) {
+      for (int i = 0; i < kTileRows; ++i) rows[i] = RowData(w, i < nr ? r + i : r1 - 1, plain + i * w.row_bytes);
+    }
     for (int i = 0; i < kTileRows; ++i) {
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(rows[i] + static_cast<size_t>(b) * sizeof(BlockQ4_K));
@@ -821,7 +940,9 @@ void GemmQ8_0Avx512(const WeightView& w, const uint8_t* xq, size_t act_stride, i
 void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   if (n_tokens >= kTokenLaneMin) {
-    GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);  // gathers x16 rows itself
+  } else if (w.interleave == 16) {
+    GemmQ4_KX16(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   } else {
     GemmQ4_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   }
