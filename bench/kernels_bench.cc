@@ -71,7 +71,7 @@ const Variant kVariants[] = {
     {"q4_0_x16", TypeId::kQ4_0, TernaryVariant::kDefault, true, true},
     {"q8_0", TypeId::kQ8_0, TernaryVariant::kDefault, true},
     {"q4_K", TypeId::kQ4_K, TernaryVariant::kDefault, false},
-    {"q4_K_x16", TypeId::kQ4_K, TernaryVariant::kDefault, false, true},
+    {"q4_K_x16", TypeId::kQ4_K, TernaryVariant::kDefault, true, true},
     {"q6_K", TypeId::kQ6_K, TernaryVariant::kDefault, true},
     {"f16", TypeId::kF16, TernaryVariant::kDefault, false},
     {"f32", TypeId::kF32, TernaryVariant::kDefault, false},
