@@ -36,19 +36,20 @@ struct WeightView {
   // profiler can choose per layer; GemmDequantF32 implements it).
   bool f32_activations = false;
   // In-memory layout. 0: the file's row-major blocks (row r at data + r * row_bytes). 16: rows
-  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0 and Q4_0; built at load
-  // time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past `rows`)
-  // starts at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales (block
-  // b's 16 at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines of 64
-  // bytes (Q = 64 for TQ2_0, 52 for TQ1_0 (qs then qh), 16 for Q4_0): line k holds in dword lane
-  // i the bytes qs[4k .. 4k+3] of row 16g+i's block b. row_bytes stays the file's row size.
+  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0, Q4_0 and Q4_K; built at
+  // load time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past
+  // `rows`) starts at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales
+  // (block b's 16 at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines
+  // of 64 bytes (Q = 64 for TQ2_0, 52 for TQ1_0 (qs then qh), 16 for Q4_0, 144 for Q4_K (the whole
+  // block, d and dmin included)): line k holds in dword lane i the bytes qs[4k .. 4k+3] of row
+  // 16g+i's block b. row_bytes stays the file's row size.
   int interleave = 0;
   size_t group_bytes = 0;
 };
 
 // Bytes of the scale header of one x16 group (nb blocks), padded to 64.
 inline size_t X16ScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
-// Elements per block of a type with an x16 layout (TQ1_0, TQ2_0: 256, Q4_0: 32), 0 for other types.
+// Elements per block of a type with an x16 layout (TQ1_0, TQ2_0, Q4_K: 256, Q4_0: 32), 0 for other types.
 int64_t X16BlockElems(TypeId type);
 // Row r of `w` in the file's row-major layout: w.data + r * row_bytes, or (interleaved layouts)
 // the row gathered into `scratch` (at least row_bytes bytes).

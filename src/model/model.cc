@@ -112,7 +112,7 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
     *copied = true;
   }
   if (wants_x16(*w)) {
-    // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0); it replaces a TQ1_0 / I2_S repack.
+    // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0, Q4_K); it replaces a TQ1_0 / I2_S repack.
     std::vector<uint8_t> interleaved;
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
     storage.swap(interleaved);
