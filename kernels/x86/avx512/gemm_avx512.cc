@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 
 namespace trine::kernels {
@@ -89,76 +90,32 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i 
   }
 }
 
-// Distance of the L1 prefetch stream ahead of the block being read (Tq2X16Group).
+// Distance of the L1 prefetch stream ahead of the block being read (TernaryX16Group). With it,
+// issued before the next group's L2 prefetch, the kernel reads a 1 GB matrix at 14.2-14.8 GB/s
+// instead of 12.6-12.8 (--membw: 15.7-16); with the far stream first, or the near one alone, it
+// was slower (kernels/README.md).
 constexpr size_t kNearPrefetch = 8192;
 
-// T tokens (t0 ..) x one TQ2_0 x16 group: per block the 16 rows' sums land in one vector, and the
-// float combination runs 16 rows wide in the reference's order (acc += sumi * (d_w * d_a)).
-template <int T>
-inline void Tq2X16Group(const WeightView& w, const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq,
-                        size_t act_stride, int t0, const ActSums& sums, __m512 out[T]) {
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const uint8_t* codes = g + scale_bytes;
-  const BlockQ8_K* act[T];
-  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
-  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-  // The group is one linear stream; fetch the next group (into L2) one block step ahead.
-  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = codes + static_cast<size_t>(b) * 1024;
-    const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * 1024;
-    // Two prefetch streams, the near one first: this stream's lines 8 KB ahead into L1 (in L2 by
-    // then, from the far stream), then the next group's block into L2. Issued in that order the
-    // kernel reads a 1 GB matrix at 14.2-14.8 GB/s instead of 12.6-12.8 (--membw: 15.7-16);
-    // with the far stream first, or the near one alone, it was slower (kernels/README.md).
-    for (int k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(cb + kNearPrefetch + 64 * k), _MM_HINT_T0);
-    for (int k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
-    const int8_t* a[T];
-    for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-    __m512i s[T];
-    Tq2X16Block<T>(cb, a, s);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
-    for (int t = 0; t < T; ++t) {
-      const size_t k = static_cast<size_t>((t0 + t) * nb + b);
-      const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(sums.qsum[k]));
-      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
-      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
-    }
-  }
-}
-
-template <int T>
-inline void Tq2X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0,
-                         const ActSums& sums, float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    __m512 out[T];
-    Tq2X16Group<T>(w, gp, gp + w.group_bytes, nb, xq, act_stride, t0, sums, out);
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
-    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
-    for (int t = 0; t < T; ++t) {
-      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask, _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
-    }
-  }
-}
-
-// Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group;
-// a group is at most a few tens of KB, so later passes read it from L1/L2).
+// Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group).
 void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                 int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  int t0 = 0;
-  for (; t0 + 4 <= n_tokens; t0 += 4) Tq2X16Tokens<4>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale);
-  switch (n_tokens - t0) {
-    case 3: Tq2X16Tokens<3>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    case 2: Tq2X16Tokens<2>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    case 1: Tq2X16Tokens<1>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    default: break;
-  }
+  ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
+    constexpr int T = decltype(tc)::value;
+    const BlockQ8_K* act[T];
+    for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
+      TernaryX16Group<T>(gp, next, nb, 1024, kNearPrefetch, t0, sums,
+                         [&](const uint8_t* lines, int64_t b, __m512i* s) {
+                           const int8_t* a[T];
+                           for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+                           Tq2X16Block<T>(lines, a, s);
+                         },
+                         out);
+    });
+  });
 }
 
 }  // namespace

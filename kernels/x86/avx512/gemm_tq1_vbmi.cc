@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 #include "x86/tq1_x16.h"
 
@@ -93,67 +94,32 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
   }
 }
 
-// T tokens (from t0) x the groups covering rows [r0, r1).
-template <int T>
-void Tq1X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0, const ActSums& sums,
-                  float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const Table256 codes_tb = LoadTable(kTq1Tables.digits0123.data());
-  const Table256 d4_tb = LoadTable(kTq1Tables.digit4.data());
-  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  constexpr size_t kBlockBytes = 64 * kTq1Lines;
-  const BlockQ8_K* act[T];
-  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    const uint8_t* next = gp + w.group_bytes;
-    __m512 out[T];
-    for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-    // The group is one linear stream; fetch the next group (into L2) one block step ahead.
-    for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* lines = gp + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
-      const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
-      for (int l = 0; l < kTq1Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T1);
-      const int8_t* a[T];
-      for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-      __m512i s[T];
-      Tq1X16Block<T>(lines, codes_tb, d4_tb, a, s);
-      const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + 32 * b)));
-      for (int t = 0; t < T; ++t) {
-        const size_t k = static_cast<size_t>((t0 + t) * nb + b);
-        const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(sums.qsum[k]));
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
-        out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
-      }
-    }
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
-    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
-    for (int t = 0; t < T; ++t) {
-      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
-                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
-    }
-  }
-}
-
 }  // namespace
 
 // Ternary x Q8_K on the TQ1_0 x16 layout (the caller checks the layout), any token count (up to 4
-// tokens per pass over a group; later passes read the group from L1/L2).
+// tokens per pass over a group). No near (L1) prefetch: this kernel is bound by its lookups, and
+// the prefetch pair measured within noise here (kernels/README.md).
 void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  int t0 = 0;
-  for (; t0 + 4 <= n_tokens; t0 += 4) Tq1X16Tokens<4>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale);
-  switch (n_tokens - t0) {
-    case 3: Tq1X16Tokens<3>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    case 2: Tq1X16Tokens<2>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    case 1: Tq1X16Tokens<1>(w, nb, xq, act_stride, t0, sums, y, ldy, r0, r1, scale); break;
-    default: break;
-  }
+  const Table256 codes_tb = LoadTable(kTq1Tables.digits0123.data());
+  const Table256 d4_tb = LoadTable(kTq1Tables.digit4.data());
+  ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
+    constexpr int T = decltype(tc)::value;
+    const BlockQ8_K* act[T];
+    for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
+      TernaryX16Group<T>(gp, next, nb, 64 * kTq1Lines, 0, t0, sums,
+                         [&](const uint8_t* lines, int64_t b, __m512i* s) {
+                           const int8_t* a[T];
+                           for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, s);
+                         },
+                         out);
+    });
+  });
 }
 
 }  // namespace trine::kernels

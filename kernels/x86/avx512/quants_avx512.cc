@@ -36,6 +36,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/x16_groups_avx512.h"
 
 namespace trine::kernels {
 namespace {
@@ -367,24 +368,6 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
   }
 }
 
-template <int T>
-inline void Q4X16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0,
-                        const Q8_0ActInfo& info, float* y, int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    __m512 out[T];
-    Q4X16Group<T>(gp, gp + w.group_bytes, nb, xq, act_stride, t0, info, out);
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
-    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
-    for (int t = 0; t < T; ++t) {
-      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
-                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
-    }
-  }
-}
-
 void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                  int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK4_0;
@@ -392,18 +375,12 @@ void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int 
   GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, 8, &info);
   // Up to 8 tokens per pass over a group (16 accumulators); a group (16 rows x cols / 2 bytes)
   // stays in L1/L2 for the next pass.
-  int t0 = 0;
-  for (; t0 + 8 <= n_tokens; t0 += 8) Q4X16Tokens<8>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale);
-  switch (n_tokens - t0) {
-    case 7: Q4X16Tokens<7>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 6: Q4X16Tokens<6>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 5: Q4X16Tokens<5>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 4: Q4X16Tokens<4>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 3: Q4X16Tokens<3>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 2: Q4X16Tokens<2>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    case 1: Q4X16Tokens<1>(w, nb, xq, act_stride, t0, info, y, ldy, r0, r1, scale); break;
-    default: break;
-  }
+  ForTokenPasses<8>(n_tokens, [&](auto tc, int t0) {
+    constexpr int T = decltype(tc)::value;
+    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
+      Q4X16Group<T>(gp, next, nb, xq, act_stride, t0, info, out);
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -619,36 +596,16 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
   }
 }
 
-template <int T>
-inline void Q4KX16Tokens(const WeightView& w, int64_t nb, const uint8_t* xq, size_t act_stride, int t0, float* y,
-                         int64_t ldy, int64_t r0, int64_t r1, float scale) {
-  const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    __m512 out[T];
-    Q4KX16Group<T>(gp, gp + w.group_bytes, nb, xq, act_stride, t0, out);
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0;
-    const int64_t hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __mmask16 mask = static_cast<__mmask16>(((1u << (hi - g * 16)) - 1) & ~((1u << (lo - g * 16)) - 1));
-    for (int t = 0; t < T; ++t) {
-      _mm512_mask_storeu_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16, mask,
-                            _mm512_mul_ps(_mm512_mul_ps(out[t], ts), sc));
-    }
-  }
-}
-
 // Below kTokenLaneMin tokens: up to 4 tokens per pass over a group (a group stays in L2).
 void GemmQ4_KX16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                  int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
-  int t0 = 0;
-  for (; t0 + 4 <= n_tokens; t0 += 4) Q4KX16Tokens<4>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale);
-  switch (n_tokens - t0) {
-    case 3: Q4KX16Tokens<3>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
-    case 2: Q4KX16Tokens<2>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
-    case 1: Q4KX16Tokens<1>(w, nb, xq, act_stride, t0, y, ldy, r0, r1, scale); break;
-    default: break;
-  }
+  ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
+    constexpr int T = decltype(tc)::value;
+    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
+      Q4KX16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+    });
+  });
 }
 
 void GemmQ4_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
