@@ -32,6 +32,7 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/lookup256_vbmi.h"
 #include "x86/tq1_x16.h"
 
 namespace trine::kernels {
@@ -213,26 +214,20 @@ inline void SpreadTq2(const uint8_t* cb, uint8_t (*codes)[1024]) {
   }
 }
 
-// table[q] per byte (256 entries: vpermi2b on the low 7 bits, the top bit picks the half).
-inline __m512i Lookup256(const uint8_t* table, __m512i q, __mmask64 top) {
-  const __m512i* t = reinterpret_cast<const __m512i*>(table);
-  const __m512i lo = _mm512_permutex2var_epi8(_mm512_load_si512(t), q, _mm512_load_si512(t + 1));
-  const __m512i hi = _mm512_permutex2var_epi8(_mm512_load_si512(t + 2), q, _mm512_load_si512(t + 3));
-  return _mm512_mask_blend_epi8(top, lo, hi);
-}
-
 inline void SpreadTq1(const uint8_t* cb, uint8_t (*codes)[1024]) {
   const __m512i m3 = _mm512_set1_epi8(3);
+  const Table256 codes_tb = LoadTable256(kTq1Tables.digits0123.data());
+  const Table256 d4_tb = LoadTable256(kTq1Tables.digit4.data());
   for (int l = 0; l < kTq1Lines; ++l) {
     const __m512i q = _mm512_load_si512(cb + 64 * l);
     const __mmask64 top = _mm512_movepi8_mask(q);
-    const __m512i c = Lookup256(kTq1Tables.digits0123.data(), q, top);
+    const __m512i c = Lookup256(codes_tb, q, top);
     _mm512_store_si512(codes[0] + 64 * l, _mm512_and_si512(c, m3));
     _mm512_store_si512(codes[1] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 2), m3));
     _mm512_store_si512(codes[2] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 4), m3));
     _mm512_store_si512(codes[3] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 6), m3));
     if (l < kTq1QsLines) {
-      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), Lookup256(kTq1Tables.digit4.data(), q, top));
+      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), Lookup256(d4_tb, q, top));
     }
   }
 }

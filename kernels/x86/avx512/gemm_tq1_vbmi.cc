@@ -21,31 +21,13 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/lookup256_vbmi.h"
 #include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 #include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 namespace {
-
-// A 256-entry byte table as four 64-byte vectors.
-struct Table256 {
-  __m512i t[4];
-};
-
-inline Table256 LoadTable(const uint8_t* table) {
-  Table256 r;
-  for (int i = 0; i < 4; ++i) r.t[i] = _mm512_load_si512(table + 64 * i);
-  return r;
-}
-
-// table[q] for each byte q: vpermi2b indexes 128 entries with the low 7 bits; the top bit picks
-// the half.
-inline __m512i Lookup(const Table256& tb, __m512i q, __mmask64 top) {
-  const __m512i lo = _mm512_permutex2var_epi8(tb.t[0], q, tb.t[1]);
-  const __m512i hi = _mm512_permutex2var_epi8(tb.t[2], q, tb.t[3]);
-  return _mm512_mask_blend_epi8(top, lo, hi);
-}
 
 inline __m512i Broadcast4(const int8_t* a) {
   int32_t v;
@@ -71,7 +53,7 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
   for (int l = 0; l < kTq1Lines; ++l) {
     const __m512i q = _mm512_load_si512(lines + 64 * l);
     const __mmask64 top = _mm512_movepi8_mask(q);
-    const __m512i c = Lookup(codes_tb, q, top);
+    const __m512i c = Lookup256(codes_tb, q, top);
 #pragma GCC unroll 4
     for (int n = 0; n < 4; ++n) {
       const __m512i cn = _mm512_and_si512(c, m[n]);
@@ -81,7 +63,7 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
       }
     }
     if (l < kTq1QsLines) {  // qs bytes carry a fifth digit
-      const __m512i c4 = Lookup(d4_tb, q, top);
+      const __m512i c4 = Lookup256(d4_tb, q, top);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         acc[4][t] = _mm512_dpbusd_epi32(acc[4][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
@@ -104,8 +86,8 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  const Table256 codes_tb = LoadTable(kTq1Tables.digits0123.data());
-  const Table256 d4_tb = LoadTable(kTq1Tables.digit4.data());
+  const Table256 codes_tb = LoadTable256(kTq1Tables.digits0123.data());
+  const Table256 d4_tb = LoadTable256(kTq1Tables.digit4.data());
   ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     const BlockQ8_K* act[T];
