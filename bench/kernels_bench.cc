@@ -130,7 +130,7 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
   w.cols = s.cols;
   w.data = wc.data.data();
   w.row_bytes = wc.row_bytes;
-  std::vector<uint8_t> interleaved;
+  trine::PageBuffer interleaved;
   if (v.x16 && !trine::kernels::InterleaveX16(w, &interleaved, &w).ok()) {
     state.SkipWithError("interleave failed");
     return;

@@ -28,13 +28,16 @@ static void EncodeTq2Block(const int8_t* codes, uint16_t d, BlockTQ2_0* out) {
   out->d = d;
 }
 
-Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
+Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst) {
   if (src.cols % kQK_K != 0) {
     return Unsupported(std::string("ternary repack needs rows that are a multiple of 256, got ") +
                        std::to_string(src.cols));
   }
   const int64_t nb = src.cols / kQK_K;
-  storage->assign(static_cast<size_t>(src.rows * nb) * sizeof(BlockTQ2_0), 0);
+  // Every block is written below, so a buffer of the right size is reused as it is (the weight
+  // streamer repacks into the same slot for every token).
+  const size_t bytes = static_cast<size_t>(src.rows * nb) * sizeof(BlockTQ2_0);
+  if (storage->size() != bytes) *storage = PageBuffer(bytes);
   BlockTQ2_0* out = reinterpret_cast<BlockTQ2_0*>(storage->data());
   std::vector<float> vals(static_cast<size_t>(kQK_K));
   int8_t codes[kQK_K];
@@ -128,11 +131,10 @@ void InterleaveGroup(const X16Layout& l, const uint8_t* rows, size_t row_bytes, 
   }
 }
 
-// Zeroed storage for the layout, 64-byte aligned inside it; *dst describes it.
-uint8_t* AllocX16(const WeightView& src, const X16Layout& l, std::vector<uint8_t>* storage, WeightView* dst) {
-  storage->assign(static_cast<size_t>(l.groups) * l.group_bytes + 64, 0);
+// Zeroed, page-aligned storage for the layout (huge pages where allowed: core/page_buffer.h); *dst describes it.
+uint8_t* AllocX16(const WeightView& src, const X16Layout& l, PageBuffer* storage, WeightView* dst) {
+  *storage = PageBuffer(static_cast<size_t>(l.groups) * l.group_bytes);
   uint8_t* base = storage->data();
-  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
   *dst = src;
   dst->data = base;
   dst->interleave = 16;
@@ -142,7 +144,7 @@ uint8_t* AllocX16(const WeightView& src, const X16Layout& l, std::vector<uint8_t
 
 }  // namespace
 
-Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst) {
+Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst) {
   X16Layout l;
   TRINE_RETURN_IF_ERROR(X16LayoutOf(src, &l));
   const WeightView from = src;  // dst may alias src
@@ -159,7 +161,7 @@ Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, Weigh
   return Status::Ok();
 }
 
-Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, std::vector<uint8_t>* storage,
+Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, PageBuffer* storage,
                          WeightView* dst) {
   X16Layout l;
   TRINE_RETURN_IF_ERROR(X16LayoutOf(shape, &l));

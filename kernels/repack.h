@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/page_buffer.h"
 #include "core/status.h"
 #include "kernels.h"
 #include "ref/matmul_ref.h"
@@ -23,7 +24,7 @@ bool NeedsTernaryRepack(const WeightView& w);
 
 // Writes the TQ2_0 form of `src` into *storage and points *dst at it (type kTQ2_0). Fails with
 // kUnsupported for I2_S rows that are not a multiple of 256 elements.
-Status RepackToTq2(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst);
 
 // True when the kernel `isa` / `variant` selects for `type` reads the 16-row interleaved layout
 // (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot, Q4_0 and Q4_K kernels, and TQ1_0 where
@@ -36,8 +37,8 @@ bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 bool Tq1X16Enabled();
 
 // Writes the x16 interleaved form (WeightView::interleave) of the TQ1_0, TQ2_0, Q4_0 or Q4_K weight
-// `src` into *storage (64-byte aligned inside it) and points *dst at it.
-Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, WeightView* dst);
+// `src` into *storage (page-aligned, huge pages where allowed) and points *dst at it.
+Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst);
 
 // The same layout built group by group from rows a caller produces: fill(row0, n, rows) writes the
 // plain rows row0 .. row0 + n - 1 (n <= 16, shaped as `shape`: type, rows, cols, row_bytes) into
@@ -45,7 +46,7 @@ Status InterleaveX16(const WeightView& src, std::vector<uint8_t>* storage, Weigh
 // otherwise write the whole plain tensor first (Model::SetOutputType). Same bytes as InterleaveX16
 // of those rows.
 using X16RowSource = std::function<void(int64_t row0, int n_rows, uint8_t* rows)>;
-Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, std::vector<uint8_t>* storage,
+Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, PageBuffer* storage,
                          WeightView* dst);
 
 }  // namespace trine::kernels

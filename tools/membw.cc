@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <new>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -103,12 +104,13 @@ uint64_t ParallelSum(RangeSum sum, const uint64_t* d, int64_t n, int n_threads) 
 MemoryBandwidth::MemoryBandwidth(size_t bytes) {
   n_words_ = bytes / 256 * 32;  // whole 256-byte steps of the widest loop
   if (n_words_ == 0) return;
-  void* p = nullptr;
-  if (posix_memalign(&p, 64, n_words_ * sizeof(uint64_t)) != 0) {
+  try {
+    buf_ = PageBuffer(n_words_ * sizeof(uint64_t));
+  } catch (const std::bad_alloc&) {
     n_words_ = 0;
     return;
   }
-  data_ = static_cast<uint64_t*>(p);
+  data_ = reinterpret_cast<uint64_t*>(buf_.data());
   const int64_t n = static_cast<int64_t>(n_words_);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) data_[i] = static_cast<uint64_t>(i);
@@ -124,7 +126,6 @@ MemoryBandwidth::MemoryBandwidth(size_t bytes) {
 #endif
 }
 
-MemoryBandwidth::~MemoryBandwidth() { std::free(data_); }
 
 double MemoryBandwidth::ReadOnce(int n_threads) {
   const int64_t n = static_cast<int64_t>(n_words_);

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/page_memory.h"
@@ -100,7 +101,7 @@ bool Model::has_streamed_layers() const {
 Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
                                bool* copied) {
   const GgufTensorInfo* t = file_->FindTensor(name);
-  std::vector<uint8_t> storage;
+  PageBuffer storage;
   *copied = false;
   auto wants_x16 = [&](const kernels::WeightView& v) {
     const int64_t elems = kernels::X16BlockElems(v.type);
@@ -113,13 +114,13 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
   }
   if (wants_x16(*w)) {
     // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0, Q4_K); it replaces a TQ1_0 / I2_S repack.
-    std::vector<uint8_t> interleaved;
+    PageBuffer interleaved;
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
-    storage.swap(interleaved);
+    storage = std::move(interleaved);
     *copied = true;
   }
   if (!*copied) return Status::Ok();
-  repacked_[name] = std::move(storage);  // moving a vector keeps its buffer: w->data stays valid
+  repacked_[name] = std::move(storage);  // moving a buffer keeps its pages: w->data stays valid
   // The kernels read the copy only: drop the file pages the copy faulted in from the resident set.
   if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
   return Status::Ok();
@@ -208,7 +209,7 @@ Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
   const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
   for (size_t i = 0; i < sms.size(); ++i) {
     const size_t bytes = static_cast<size_t>(views[i]->rows) * views[i]->row_bytes;
-    const bool mapped = repacked_.count(sms[i].name) == 0 && file_->is_mmapped();  // copies live on the heap
+    const bool mapped = repacked_.count(sms[i].name) == 0 && file_->is_mmapped();  // copies are anonymous memory
     if (p == Placement::kResident) {
       if (mapped) PrefaultPages(views[i]->data, bytes);
       if (try_mlock) {
@@ -248,8 +249,40 @@ Status Model::SetF32Activations(const std::string& tensor, bool on) {
 
 void Model::DropSpareOutputHead() {
   output_spare_type_ = TypeId::kCount;
-  output_spare_data_.clear();
-  output_spare_data_.shrink_to_fit();
+  output_spare_data_.Reset();
+  // The file's head is a spare too when a requantized one is in use: back to the mapped bytes
+  // (the embedding lookup then reads only the rows it needs from the file).
+  if (!head_copy_.empty() && output_.data != output_file_.data) {
+    const GgufTensorInfo* t = file_->FindTensor(config_.tied_output ? "token_embd.weight" : "output.weight");
+    if (t != nullptr) {
+      if (token_embd_.data == head_copy_.data()) token_embd_.data = t->data;
+      output_file_.data = t->data;
+      head_copy_.Reset();
+    }
+  }
+}
+
+void Model::CopyFileHeadToHugePages() {
+  const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
+  const GgufTensorInfo* t = file_->FindTensor(name);
+  const size_t bytes = static_cast<size_t>(output_file_.rows) * output_file_.row_bytes;
+  if (!HugePagesEnabled() || !file_->is_mmapped() || t == nullptr || output_file_.data != t->data ||
+      output_.data != output_file_.data || output_file_.interleave != 0 || bytes < PageBuffer::kHugePage) {
+    return;
+  }
+  PageBuffer copy(bytes);
+  // In 16 MiB steps, each step's file pages released as soon as they are copied: the resident
+  // set grows by at most one step over the head's size.
+  constexpr size_t kStep = size_t{16} << 20;
+  for (size_t off = 0; off < bytes; off += kStep) {
+    const size_t n = std::min(kStep, bytes - off);
+    std::memcpy(copy.data() + off, output_file_.data + off, n);
+    ReleaseFilePages(output_file_.data + off, n);
+  }
+  if (token_embd_.data == output_file_.data) token_embd_.data = copy.data();
+  output_file_.data = copy.data();
+  output_.data = copy.data();
+  head_copy_ = std::move(copy);
 }
 
 Status Model::SetOutputType(TypeId type) {
@@ -274,10 +307,10 @@ Status Model::SetOutputType(TypeId type) {
   }
   // The wanted head is the file's, the spare, or requantized below; the head in use becomes the
   // spare (the file's own needs no copy), replacing the old one before a new buffer is allocated
-  // (at most two requantized heads exist at once). Moving a vector keeps its buffer, so the views
+  // (at most two requantized heads exist at once). Moving a buffer keeps its pages, so the views
   // stay valid.
   kernels::WeightView next = output_file_;
-  std::vector<uint8_t> next_data;
+  PageBuffer next_data;
   if (type == output_spare_type_) {
     next = output_spare_;
     next_data = std::move(output_spare_data_);
@@ -285,7 +318,7 @@ Status Model::SetOutputType(TypeId type) {
   output_spare_type_ = output_.type == output_file_.type ? TypeId::kCount : output_.type;
   output_spare_ = output_;
   output_spare_data_ = std::move(output_requant_);
-  output_requant_.clear();
+  output_requant_.Reset();
   if (requantize) {
     const size_t row_bytes = static_cast<size_t>(output_file_.cols / dst.block_elems * dst.block_bytes);
     const kernels::WeightView from = output_file_;
@@ -315,7 +348,7 @@ Status Model::SetOutputType(TypeId type) {
           },
           &next_data, &next));
     } else {
-      next_data.resize(row_bytes * static_cast<size_t>(from.rows));
+      next_data = PageBuffer(row_bytes * static_cast<size_t>(from.rows));
 #pragma omp parallel for schedule(static)
       for (int64_t r = 0; r < from.rows; ++r) requant_row(r, next_data.data() + static_cast<size_t>(r) * row_bytes);
       next = shape;
@@ -433,6 +466,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   for (int l = 0; l < c.n_layer; ++l) {
     TRINE_RETURN_IF_ERROR(m->SetLayerPlacement(l, placements[static_cast<size_t>(l)], options.mlock_resident));
   }
+  m->CopyFileHeadToHugePages();
   m->placement_epoch_ = 0;
   *out = std::move(m);
   return Status::Ok();

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/page_buffer.h"
 #include "core/status.h"
 #include "gguf/gguf_reader.h"
 #include "model/model_config.h"
@@ -166,12 +167,15 @@ class Model {
   kernels::WeightView token_embd_;
   kernels::WeightView output_;
   kernels::WeightView output_file_;    // the head as in the file (SetOutputType's source)
-  std::vector<uint8_t> output_requant_;  // owned requantized head
+  PageBuffer output_requant_;  // owned requantized head
   // The requantized head SetOutputType switched away from last (kCount: none): its type, its
   // view (pointing into output_spare_data_) and buffer.
   TypeId output_spare_type_ = TypeId::kCount;
   kernels::WeightView output_spare_;
-  std::vector<uint8_t> output_spare_data_;
+  PageBuffer output_spare_data_;
+  // The file's head (and the tied embedding) copied to huge pages (CopyFileHeadToHugePages);
+  // output_file_ points into it while it is held.
+  PageBuffer head_copy_;
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;
@@ -179,7 +183,7 @@ class Model {
   kernels::TernaryVariant variant_ = kernels::TernaryVariant::kDefault;
   std::vector<KernelBinding> bindings_;
   std::vector<std::pair<std::string, kernels::WeightView*>> views_;  // into layers_ / output_
-  std::map<std::string, std::vector<uint8_t>> repacked_;  // owned kernel layouts (MakeKernelLayout)
+  std::map<std::string, PageBuffer> repacked_;  // owned kernel layouts (MakeKernelLayout)
   std::vector<Placement> placements_;
   std::vector<std::vector<StreamMatrix>> stream_matrices_;
   uint64_t placement_epoch_ = 0;
@@ -192,6 +196,11 @@ class Model {
   // and the file's pages are released.
   Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
                           bool* copied);
+  // Moves the file's head, when it is in use and read from the mapping, into a huge-page copy and
+  // releases the mapped pages: the head is a third of a ternary model's decode bytes, and the
+  // kernels stream it faster behind 2 MiB pages (page cache pages are 4 KiB). No-op without
+  // huge pages, without a mapping, or for heads that are already copies (x16, requantized).
+  void CopyFileHeadToHugePages();
   // Points the view at the mapped bytes (repacking when needed) / detaches it (streamed).
   Status AttachLayer(int layer);
   void DetachLayer(int layer);

@@ -62,7 +62,7 @@ class WeightStreamer {
     std::vector<uint8_t> storage;       // the layer's matrices (buf: 64-byte aligned inside)
     uint8_t* buf = nullptr;
     std::vector<std::vector<uint8_t>> staging;   // raw bytes of matrices to repack
-    std::vector<std::vector<uint8_t>> repacked;  // their TQ2_0 copies
+    std::vector<PageBuffer> repacked;            // their TQ2_0 copies
     std::vector<const uint8_t*> data;   // per matrix: where its bytes are
     LayerWeights lw;                    // built on Acquire
     // The sequence position the slot holds (-1: none), its layer, and the read progress: matrices

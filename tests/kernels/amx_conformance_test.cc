@@ -35,7 +35,7 @@ void SkipWithoutAmx() {
 
 struct Matrix {
   std::vector<uint8_t> plain;        // TQ2_0 / TQ1_0 rows
-  std::vector<uint8_t> interleaved;  // x16
+  PageBuffer interleaved;          // x16
   WeightView w_plain, w;
 };
 

@@ -86,7 +86,7 @@ TEST_P(F32ActConformance, MatchesReference) {
     w.f32_activations = true;
     w.tensor_scale = 1.25f;
     const WeightView plain = w;
-    std::vector<uint8_t> interleaved;
+    PageBuffer interleaved;
     if (c.x16) {
       ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
     }

@@ -74,13 +74,13 @@ TEST_P(KernelConformance, MatchesReference) {
         w.row_bytes = static_cast<size_t>(s.cols / 4);
         std::memcpy(&w.tensor_scale, wq.data() + n / 4, 4);
       }
-      std::vector<uint8_t> repacked;
+      PageBuffer repacked;
       // As the loader: TQ1_0 that gets the x16 layout is interleaved as it is, not repacked.
       if (NeedsTernaryRepack(w) && !(c.x16 && WantsX16(w.type, isa, c.variant))) {
         ASSERT_TRUE(RepackToTq2(w, &repacked, &w).ok());
       }
       const WeightView plain = w;
-      std::vector<uint8_t> interleaved;
+      PageBuffer interleaved;
       if (c.x16) {
         ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
         ASSERT_EQ(w.interleave, 16);
@@ -199,7 +199,7 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
       w.data = plain.data();
       w.row_bytes = static_cast<size_t>(nb) * 54;
       const WeightView file_rows = w;
-      std::vector<uint8_t> interleaved;
+      PageBuffer interleaved;
       ASSERT_TRUE(InterleaveX16(file_rows, &interleaved, &w).ok());
       const GemmFn fn = SelectGemm(TypeId::kTQ1_0, isa, TernaryVariant::kDefault, nullptr);
       for (int n = 1; n <= 9; ++n) {
@@ -256,7 +256,7 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
     w.cols = cols;
     w.row_bytes = row_bytes;
     w.data = plain.data();
-    std::vector<uint8_t> whole, by_group;
+    PageBuffer whole, by_group;
     WeightView a, b;
     ASSERT_TRUE(InterleaveX16(w, &whole, &a).ok());
     WeightView shape = w;

@@ -92,7 +92,7 @@ void CheckShape(Isa isa, TypeId type, const Shape& s, bool edge, std::mt19937* r
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
   GemmRef(w, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
-  std::vector<uint8_t> interleaved;
+  PageBuffer interleaved;
   if (x16) {
     const WeightView plain = w;
     ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());

@@ -128,7 +128,7 @@ void CheckShape(Isa isa, const Case& c, const Shape& s, Weights wkind, Acts akin
     w.row_bytes = static_cast<size_t>(s.cols / 4);
     std::memcpy(&w.tensor_scale, wq.data() + n / 4, 4);
   }
-  std::vector<uint8_t> repacked;
+  PageBuffer repacked;
   if (NeedsTernaryRepack(w)) {
     const Status rs = RepackToTq2(w, &repacked, &w);
     CHECK_MSG(rs.ok(), "%s: RepackToTq2: %s", where, rs.message().c_str());
