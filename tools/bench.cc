@@ -334,6 +334,9 @@ int RunBench(int argc, char** argv) {
     std::unique_ptr<Model> model;
     st = Model::Load(path, ModelLoadOptions(), &model);
     if (!st.ok()) return Fail(st);
+    // Steady state: the weights' background move to huge pages (Model::WaitForHugePages) is done
+    // before the first run, as it is a few seconds into any longer session.
+    model->WaitForHugePages();
     infos.push_back(std::make_unique<ModelInfo>(Describe(*model, path)));
     const ModelInfo* info = infos.back().get();
     for (int t : threads) {

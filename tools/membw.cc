@@ -105,7 +105,7 @@ MemoryBandwidth::MemoryBandwidth(size_t bytes) {
   n_words_ = bytes / 256 * 32;  // whole 256-byte steps of the widest loop
   if (n_words_ == 0) return;
   try {
-    buf_ = PageBuffer(n_words_ * sizeof(uint64_t));
+    buf_ = PageBuffer(n_words_ * sizeof(uint64_t), HugePages::kAtFault);
   } catch (const std::bad_alloc&) {
     n_words_ = 0;
     return;

@@ -1,8 +1,8 @@
 // Zeroed anonymous memory for weights the kernels stream (x16 interleaves, TQ2_0 repacks,
 // requantized heads, the file's head when copied) and for the bandwidth probe that measures their
-// roofline. Buffers of 2 MiB or more are aligned to 2 MiB and their whole 2 MiB units advised
-// MADV_HUGEPAGE, so that transparent huge pages back them wherever the kernel allows ("madvise"
-// or "always" in /sys/kernel/mm/transparent_hugepage/enabled).
+// roofline. Buffers of 2 MiB or more are aligned to 2 MiB, and their whole 2 MiB units can be
+// backed by transparent huge pages wherever the kernel allows them ("madvise" or "always" in
+// /sys/kernel/mm/transparent_hugepage/enabled): at first touch, or promoted later (HugePages).
 //
 // Why: decode reads every weight byte once per token, in long sequential streams. Behind 4 KiB
 // pages each 4 KiB of the stream costs a TLB miss and a page walk; behind 2 MiB pages almost none.
@@ -45,6 +45,14 @@ inline bool HugePagesEnabled() {
   return enabled;
 }
 
+// When 2 MiB units get huge pages: at their first touch (the page fault allocates a huge page),
+// or later, when the owner calls PromoteToHugePages (MADV_COLLAPSE copies the filled 4 KiB pages
+// into huge pages). Later is for weights: on VMs with free-page reporting (this project's Xeon
+// VM) a fresh huge page costs the host ~2 ms to back, which made bitnet-2b's load take 2.7-3.7 s
+// instead of 0.5 s when the weights were faulted in as huge pages; filled as 4 KiB pages and
+// promoted by a background thread (Model), the load stays at 0.5 s.
+enum class HugePages { kLater, kAtFault };
+
 class PageBuffer {
  public:
   static constexpr size_t kHugePage = size_t{2} << 20;
@@ -52,23 +60,24 @@ class PageBuffer {
   PageBuffer() = default;
   // n zero bytes (fresh anonymous pages are zero). Throws std::bad_alloc when the mapping fails,
   // as std::vector does.
-  explicit PageBuffer(size_t n) : size_(n) {
+  explicit PageBuffer(size_t n, HugePages when = HugePages::kLater) : size_(n) {
     if (n == 0) return;
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     map_bytes_ = (n + page - 1) / page * page;
-    // Only the whole 2 MiB units are advised: a huge page is resident as soon as one byte of it
-    // is touched, so a rounded-up tail would cost up to 2 MiB per tensor; the tail keeps small pages.
-    const size_t huge_bytes = HugePagesEnabled() ? n / kHugePage * kHugePage : 0;
+    // Only the whole 2 MiB units can become huge pages: a huge page is resident as soon as one
+    // byte of it is touched, so a rounded-up tail would cost up to 2 MiB per tensor; the tail
+    // keeps small pages.
+    huge_bytes_ = HugePagesEnabled() ? n / kHugePage * kHugePage : 0;
     // Over-map by one huge page when aligning, then unmap the unaligned head and the tail.
-    const size_t over = huge_bytes > 0 ? map_bytes_ + kHugePage : map_bytes_;
+    const size_t over = huge_bytes_ > 0 ? map_bytes_ + kHugePage : map_bytes_;
     void* p = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-      size_ = map_bytes_ = 0;
+      size_ = map_bytes_ = huge_bytes_ = 0;
       throw std::bad_alloc();
     }
     uint8_t* raw = static_cast<uint8_t*>(p);
     data_ = raw;
-    if (huge_bytes > 0) {
+    if (huge_bytes_ > 0) {
       const uintptr_t a = reinterpret_cast<uintptr_t>(raw);
       data_ = reinterpret_cast<uint8_t*>((a + kHugePage - 1) / kHugePage * kHugePage);
       const size_t head = static_cast<size_t>(data_ - raw);
@@ -76,7 +85,7 @@ class PageBuffer {
       const size_t tail = over - head - map_bytes_;
       if (tail > 0) munmap(data_ + map_bytes_, tail);
 #ifdef MADV_HUGEPAGE
-      huge_ = madvise(data_, huge_bytes, MADV_HUGEPAGE) == 0;
+      if (when == HugePages::kAtFault) (void)madvise(data_, huge_bytes_, MADV_HUGEPAGE);
 #endif
     }
   }
@@ -97,15 +106,13 @@ class PageBuffer {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  // True when the buffer was advised MADV_HUGEPAGE and the advice accepted (its pages may still
-  // be 4 KiB where no 2 MiB page was free).
-  bool huge_advised() const { return huge_; }
+  // Bytes from data() that are whole 2 MiB units, 2 MiB-aligned (0: too small, or huge pages off).
+  size_t huge_bytes() const { return huge_bytes_; }
 
   void Reset() {
     if (data_ != nullptr) munmap(data_, map_bytes_);
     data_ = nullptr;
-    size_ = map_bytes_ = 0;
-    huge_ = false;
+    size_ = map_bytes_ = huge_bytes_ = 0;
   }
 
  private:
@@ -113,13 +120,30 @@ class PageBuffer {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     map_bytes_ = std::exchange(o.map_bytes_, 0);
-    huge_ = std::exchange(o.huge_, false);
+    huge_bytes_ = std::exchange(o.huge_bytes_, 0);
   }
 
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t map_bytes_ = 0;
-  bool huge_ = false;
+  size_t huge_bytes_ = 0;
 };
+
+// Advises the 2 MiB unit at `unit` (2 MiB-aligned, inside a PageBuffer's huge_bytes()) and
+// collapses its filled pages into a huge page now (MADV_COLLAPSE, Linux 6.1+). Contents are kept.
+// False when the kernel refused (no MADV_COLLAPSE, no free huge page): the unit then stays on
+// small pages, or khugepaged collapses it later since it is advised.
+inline bool PromoteToHugePage(void* unit) {
+#if defined(MADV_HUGEPAGE)
+  if (madvise(unit, PageBuffer::kHugePage, MADV_HUGEPAGE) != 0) return false;
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // older headers; the kernel answers EINVAL where it does not know it
+#endif
+  return madvise(unit, PageBuffer::kHugePage, MADV_COLLAPSE) == 0;
+#else
+  (void)unit;
+  return false;
+#endif
+}
 
 }  // namespace trine

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "core/page_memory.h"
 #include "repack.h"
@@ -190,6 +191,7 @@ void Model::DetachLayer(int layer) {
 }
 
 Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
+  PromotionPause pause(this);
   if (layer < 0 || layer >= static_cast<int>(layers_.size())) {
     return InvalidArgument("no layer " + std::to_string(layer) + " (the model has " + std::to_string(layers_.size()) +
                            ")");
@@ -248,6 +250,7 @@ Status Model::SetF32Activations(const std::string& tensor, bool on) {
 }
 
 void Model::DropSpareOutputHead() {
+  PromotionPause pause(this);
   output_spare_type_ = TypeId::kCount;
   output_spare_data_.Reset();
   // The file's head is a spare too when a requantized one is in use: back to the mapped bytes
@@ -259,6 +262,40 @@ void Model::DropSpareOutputHead() {
       output_file_.data = t->data;
       head_copy_.Reset();
     }
+  }
+}
+
+Model::~Model() { StopHugePagePromotion(); }
+
+void Model::WaitForHugePages() {
+  if (promoter_.joinable()) promoter_.join();
+}
+
+void Model::StopHugePagePromotion() {
+  promoter_stop_.store(true, std::memory_order_relaxed);
+  if (promoter_.joinable()) promoter_.join();
+}
+
+void Model::StartHugePagePromotion() {
+  StopHugePagePromotion();
+  std::vector<uint8_t*> units;
+  auto add = [&units](PageBuffer& b) {
+    for (size_t off = 0; off < b.huge_bytes(); off += PageBuffer::kHugePage) units.push_back(b.data() + off);
+  };
+  for (auto& entry : repacked_) add(entry.second);
+  add(head_copy_);
+  add(output_requant_);  // not the spare: it is not read
+  if (units.empty()) return;
+  promoter_stop_.store(false, std::memory_order_relaxed);
+  try {
+    promoter_ = std::thread([this, units = std::move(units)] {
+      for (uint8_t* u : units) {
+        if (promoter_stop_.load(std::memory_order_relaxed)) return;
+        (void)PromoteToHugePage(u);  // refused: the unit stays on small pages (still correct)
+      }
+    });
+  } catch (const std::system_error&) {
+    // No thread: the buffers stay on small pages (khugepaged may still collapse advised ones).
   }
 }
 
@@ -286,6 +323,7 @@ void Model::CopyFileHeadToHugePages() {
 }
 
 Status Model::SetOutputType(TypeId type) {
+  PromotionPause pause(this);
   if (type == TypeId::kCount) return InvalidArgument("no output type given");
   if (type == output_.type) return Status::Ok();
   const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
@@ -467,6 +505,8 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     TRINE_RETURN_IF_ERROR(m->SetLayerPlacement(l, placements[static_cast<size_t>(l)], options.mlock_resident));
   }
   m->CopyFileHeadToHugePages();
+  m->promote_ = true;
+  m->StartHugePagePromotion();
   m->placement_epoch_ = 0;
   *out = std::move(m);
   return Status::Ok();

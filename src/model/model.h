@@ -14,11 +14,13 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/page_buffer.h"
@@ -104,6 +106,14 @@ struct KernelBinding {
 
 class Model {
  public:
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  // The kernel layouts (x16 interleaves, repacks, the head's copy) are filled on 4 KiB pages and
+  // promoted to huge pages by a background thread started at load (core/page_buffer.h says why);
+  // decode runs meanwhile, and gets faster as it goes (bitnet-2b: ~2-3 s on the Xeon VM, well
+  // under a second on bare metal). This waits until it is done: for benchmarks of the steady state.
+  void WaitForHugePages();
   static Status Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out);
 
   const ModelConfig& config() const { return config_; }
@@ -201,6 +211,22 @@ class Model {
   // kernels stream it faster behind 2 MiB pages (page cache pages are 4 KiB). No-op without
   // huge pages, without a mapping, or for heads that are already copies (x16, requantized).
   void CopyFileHeadToHugePages();
+  // The background promotion (WaitForHugePages): Start snapshots every owned buffer's 2 MiB units
+  // and collapses them one by one on its own thread; Stop makes it quit after the current unit
+  // and joins. Methods that free or replace buffers hold a PromotionPause (stop now, start again
+  // when they return) once the load has started it.
+  void StartHugePagePromotion();
+  void StopHugePagePromotion();
+  struct PromotionPause {
+    explicit PromotionPause(Model* m) : m_(m) { m_->StopHugePagePromotion(); }
+    ~PromotionPause() {
+      if (m_->promote_) m_->StartHugePagePromotion();
+    }
+    Model* m_;
+  };
+  bool promote_ = false;  // set at the end of Load
+  std::thread promoter_;
+  std::atomic<bool> promoter_stop_{false};
   // Points the view at the mapped bytes (repacking when needed) / detaches it (streamed).
   Status AttachLayer(int layer);
   void DetachLayer(int layer);

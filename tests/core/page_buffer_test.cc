@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -45,7 +46,7 @@ TEST(PageBuffer, EmptyHasNoMemory) {
   PageBuffer z(0);
   EXPECT_TRUE(z.empty());
   EXPECT_EQ(z.data(), nullptr);
-  EXPECT_FALSE(z.huge_advised());
+  EXPECT_EQ(z.huge_bytes(), 0u);
 }
 
 TEST(PageBuffer, SmallBufferIsZeroedPageAlignedAndNotAdvised) {
@@ -54,30 +55,51 @@ TEST(PageBuffer, SmallBufferIsZeroedPageAlignedAndNotAdvised) {
   ASSERT_NE(b.data(), nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 4096, 0u);
   EXPECT_TRUE(AllZero(b.data(), b.size()));
-  EXPECT_FALSE(b.huge_advised());
+  EXPECT_EQ(b.huge_bytes(), 0u);  // under 2 MiB: no whole unit
   b.data()[4999] = 7;  // writable to its last byte
   EXPECT_EQ(b.data()[4999], 7);
 }
 
-TEST(PageBuffer, LargeBufferAdvisesWholeHugePagesOnly) {
+// kAtFault: the whole 2 MiB units carry the advice from the start ("hg"), the tail does not.
+TEST(PageBuffer, AtFaultAdvisesWholeUnitsOnly) {
   const size_t n = 2 * PageBuffer::kHugePage + 12345;
-  PageBuffer b(n);
+  PageBuffer b(n, HugePages::kAtFault);
   ASSERT_EQ(b.size(), n);
   EXPECT_TRUE(AllZero(b.data(), n));
   b.data()[n - 1] = 1;
   if (!HugePagesEnabled()) {
-    EXPECT_FALSE(b.huge_advised());
+    EXPECT_EQ(b.huge_bytes(), 0u);
     GTEST_SKIP() << "transparent huge pages are off here (or TRINE_HUGE_PAGES=0): only the plain path ran";
   }
-  EXPECT_TRUE(b.huge_advised());
+  EXPECT_EQ(b.huge_bytes(), 2 * PageBuffer::kHugePage);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % PageBuffer::kHugePage, 0u);
-  // The kernel splits the mapping at the advice's end: the 4 MiB carry the flag ("hg"), the tail not.
   const std::string head = VmFlagsAt(b.data());
   const std::string tail = VmFlagsAt(b.data() + 2 * PageBuffer::kHugePage);
   ASSERT_FALSE(head.empty());
   ASSERT_FALSE(tail.empty());
   EXPECT_NE(head.find(" hg"), std::string::npos) << head;
   EXPECT_EQ(tail.find(" hg"), std::string::npos) << tail;
+}
+
+// kLater (weights): no advice until PromoteToHugePage, which keeps the contents.
+TEST(PageBuffer, LaterPromotesOneUnitKeepingItsBytes) {
+  const size_t n = 2 * PageBuffer::kHugePage + 4096;
+  PageBuffer b(n);
+  for (size_t i = 0; i < n; ++i) b.data()[i] = static_cast<uint8_t>(i * 7 + 3);
+  if (!HugePagesEnabled()) {
+    EXPECT_EQ(b.huge_bytes(), 0u);
+    GTEST_SKIP() << "transparent huge pages are off here (or TRINE_HUGE_PAGES=0): only the plain path ran";
+  }
+  ASSERT_EQ(b.huge_bytes(), 2 * PageBuffer::kHugePage);
+  EXPECT_EQ(VmFlagsAt(b.data()).find(" hg"), std::string::npos);
+  const bool collapsed = PromoteToHugePage(b.data() + PageBuffer::kHugePage);
+  std::printf("[ page_buffer ] MADV_COLLAPSE of one unit: %s\n", collapsed ? "done" : "refused by the kernel");
+  // The advice sticks either way; only the promoted unit has it.
+  EXPECT_EQ(VmFlagsAt(b.data()).find(" hg"), std::string::npos);
+  EXPECT_NE(VmFlagsAt(b.data() + PageBuffer::kHugePage).find(" hg"), std::string::npos);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(b.data()[i], static_cast<uint8_t>(i * 7 + 3)) << "byte " << i;
+  }
 }
 
 TEST(PageBuffer, MoveTransfersOwnership) {
