@@ -278,24 +278,25 @@ void Model::StopHugePagePromotion() {
 
 void Model::StartHugePagePromotion() {
   StopHugePagePromotion();
-  std::vector<uint8_t*> units;
-  auto add = [&units](PageBuffer& b) {
-    for (size_t off = 0; off < b.huge_bytes(); off += PageBuffer::kHugePage) units.push_back(b.data() + off);
-  };
-  for (auto& entry : repacked_) add(entry.second);
-  add(head_copy_);
-  add(output_requant_);  // not the spare: it is not read
-  if (units.empty()) return;
-  promoter_stop_.store(false, std::memory_order_relaxed);
+  // Also runs from PromotionPause's destructor, so nothing may escape: without the list or the
+  // thread (std::bad_alloc, std::system_error) the buffers stay on small pages, still correct.
   try {
+    std::vector<uint8_t*> units;
+    auto add = [&units](PageBuffer& b) {
+      for (size_t off = 0; off < b.huge_bytes(); off += PageBuffer::kHugePage) units.push_back(b.data() + off);
+    };
+    for (auto& entry : repacked_) add(entry.second);
+    add(head_copy_);
+    add(output_requant_);  // not the spare: it is not read
+    if (units.empty()) return;
+    promoter_stop_.store(false, std::memory_order_relaxed);
     promoter_ = std::thread([this, units = std::move(units)] {
       for (uint8_t* u : units) {
         if (promoter_stop_.load(std::memory_order_relaxed)) return;
-        (void)PromoteToHugePage(u);  // refused: the unit stays on small pages (still correct)
+        (void)PromoteToHugePage(u);  // refused: the unit stays on small pages
       }
     });
-  } catch (const std::system_error&) {
-    // No thread: the buffers stay on small pages (khugepaged may still collapse advised ones).
+  } catch (const std::exception&) {
   }
 }
 
