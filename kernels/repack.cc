@@ -131,10 +131,14 @@ void InterleaveGroup(const X16Layout& l, const uint8_t* rows, size_t row_bytes, 
   }
 }
 
-// Zeroed, page-aligned storage for the layout (huge pages where allowed: core/page_buffer.h); *dst describes it.
+// Storage for the layout (core/page_buffer.h): *storage when it is already exactly the layout's
+// size (a slice the caller took from a PageArena), else a new PageBuffer; *dst describes it. The
+// lanes of the rows a partial last group lacks must read as zero, so that group is cleared.
 uint8_t* AllocX16(const WeightView& src, const X16Layout& l, PageBuffer* storage, WeightView* dst) {
-  *storage = PageBuffer(static_cast<size_t>(l.groups) * l.group_bytes);
+  const size_t bytes = static_cast<size_t>(l.groups) * l.group_bytes;
+  if (storage->size() != bytes) *storage = PageBuffer(bytes);
   uint8_t* base = storage->data();
+  if (src.rows % 16 != 0) std::memset(base + bytes - l.group_bytes, 0, l.group_bytes);
   *dst = src;
   dst->data = base;
   dst->interleave = 16;
@@ -143,6 +147,12 @@ uint8_t* AllocX16(const WeightView& src, const X16Layout& l, PageBuffer* storage
 }
 
 }  // namespace
+
+size_t X16Bytes(const WeightView& w) {
+  X16Layout l;
+  if (!X16LayoutOf(w, &l).ok()) return 0;
+  return static_cast<size_t>(l.groups) * l.group_bytes;
+}
 
 Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst) {
   X16Layout l;

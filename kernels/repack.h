@@ -36,8 +36,12 @@ bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 // not 0 (set it to measure the TQ2_0 repack instead).
 bool Tq1X16Enabled();
 
+// Bytes of the x16 interleaved form of `w` (0 when it has none).
+size_t X16Bytes(const WeightView& w);
+
 // Writes the x16 interleaved form (WeightView::interleave) of the TQ1_0, TQ2_0, Q4_0 or Q4_K weight
-// `src` into *storage (page-aligned, huge pages where allowed) and points *dst at it.
+// `src` into *storage and points *dst at it: into *storage as it is when it holds exactly
+// X16Bytes(src) bytes (a PageArena slice), else into a new PageBuffer.
 Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst);
 
 // The same layout built group by group from rows a caller produces: fill(row0, n, rows) writes the

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <new>
 #include <utility>
+#include <vector>
 
 namespace trine {
 
@@ -110,12 +111,16 @@ class PageBuffer {
   size_t huge_bytes() const { return huge_bytes_; }
 
   void Reset() {
-    if (data_ != nullptr) munmap(data_, map_bytes_);
+    if (data_ != nullptr) munmap(data_, map_bytes_);  // a PageArena slice unmaps just its pages
     data_ = nullptr;
     size_ = map_bytes_ = huge_bytes_ = 0;
   }
 
  private:
+  friend class PageArena;
+  // A slice of a PageArena's mapping (owned from now on; no 2 MiB units of its own).
+  PageBuffer(uint8_t* data, size_t n, size_t map_bytes) : data_(data), size_(n), map_bytes_(map_bytes) {}
+
   void Take(PageBuffer& o) {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
@@ -127,6 +132,60 @@ class PageBuffer {
   size_t size_ = 0;
   size_t map_bytes_ = 0;
   size_t huge_bytes_ = 0;
+};
+
+// Consecutive PageBuffers carved from one 2 MiB-aligned reservation, so that buffers smaller than
+// 2 MiB, and the tails of larger ones, share whole 2 MiB units that can become huge pages (the
+// loader puts a model's kernel layouts in one: 21 % of bitnet-2b's decode bytes are in tensors
+// under 2 MiB or in tails). Each slice is page-aligned and owns its pages (freeing it unmaps
+// them); the arena's destructor unmaps what it never handed out. Units() lists the whole 2 MiB
+// units handed out so far.
+class PageArena {
+ public:
+  // Reserves `capacity` bytes of address space (MAP_NORESERVE: no memory until touched).
+  explicit PageArena(size_t capacity) {
+    if (!HugePagesEnabled() || capacity == 0) return;
+    capacity_ = (capacity + PageBuffer::kHugePage - 1) / PageBuffer::kHugePage * PageBuffer::kHugePage;
+    const size_t over = capacity_ + PageBuffer::kHugePage;
+    void* p = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      capacity_ = 0;
+      return;
+    }
+    uint8_t* raw = static_cast<uint8_t*>(p);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(raw);
+    begin_ = reinterpret_cast<uint8_t*>((a + PageBuffer::kHugePage - 1) / PageBuffer::kHugePage * PageBuffer::kHugePage);
+    const size_t head = static_cast<size_t>(begin_ - raw);
+    if (head > 0) munmap(raw, head);
+    const size_t tail = over - head - capacity_;
+    if (tail > 0) munmap(begin_ + capacity_, tail);
+  }
+  ~PageArena() {
+    if (begin_ != nullptr && used_ < capacity_) munmap(begin_ + used_, capacity_ - used_);
+  }
+  PageArena(const PageArena&) = delete;
+  PageArena& operator=(const PageArena&) = delete;
+
+  // n zero bytes from the arena, or a PageBuffer of its own when the arena is full or absent.
+  PageBuffer Allocate(size_t n) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t bytes = (n + page - 1) / page * page;
+    if (begin_ == nullptr || n == 0 || bytes > capacity_ - used_) return PageBuffer(n);
+    uint8_t* p = begin_ + used_;
+    used_ += bytes;
+    return PageBuffer(p, n, bytes);
+  }
+
+  // Start of every whole 2 MiB unit handed out so far.
+  std::vector<uint8_t*> Units() const {
+    std::vector<uint8_t*> units;
+    for (size_t off = 0; off + PageBuffer::kHugePage <= used_; off += PageBuffer::kHugePage) units.push_back(begin_ + off);
+    return units;
+  }
+
+ private:
+  uint8_t* begin_ = nullptr;
+  size_t capacity_ = 0, used_ = 0;
 };
 
 // Advises the 2 MiB unit at `unit` (2 MiB-aligned, inside a PageBuffer's huge_bytes()) and

@@ -115,7 +115,9 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
   }
   if (wants_x16(*w)) {
     // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0, Q4_K); it replaces a TQ1_0 / I2_S repack.
-    PageBuffer interleaved;
+    // At load, consecutive layouts share one arena, so that small tensors and tails sit in whole
+    // 2 MiB units too (PageArena).
+    PageBuffer interleaved = load_arena_ != nullptr ? load_arena_->Allocate(kernels::X16Bytes(*w)) : PageBuffer();
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
     storage = std::move(interleaved);
     *copied = true;
@@ -285,7 +287,8 @@ void Model::StartHugePagePromotion() {
     auto add = [&units](PageBuffer& b) {
       for (size_t off = 0; off < b.huge_bytes(); off += PageBuffer::kHugePage) units.push_back(b.data() + off);
     };
-    for (auto& entry : repacked_) add(entry.second);
+    units = arena_units_;
+    for (auto& entry : repacked_) add(entry.second);  // those outside the arena
     add(head_copy_);
     add(output_requant_);  // not the spare: it is not read
     if (units.empty()) return;
@@ -427,6 +430,9 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
     return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_.size()) +
                        " tokens but token_embd.weight has only " + std::to_string(c.n_vocab) + " rows");
   }
+  // Room for every kernel layout (none is over 1.3x its file bytes); only address space until used.
+  PageArena arena(f.file_size() / 2 * 3 + (size_t{64} << 20));
+  m->load_arena_ = &arena;
   TRINE_RETURN_IF_ERROR(BindMatrix(f, "token_embd.weight", &m->token_embd_));
   if (c.tied_output) {
     m->output_ = m->token_embd_;
@@ -505,6 +511,8 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   for (int l = 0; l < c.n_layer; ++l) {
     TRINE_RETURN_IF_ERROR(m->SetLayerPlacement(l, placements[static_cast<size_t>(l)], options.mlock_resident));
   }
+  m->load_arena_ = nullptr;
+  m->arena_units_ = arena.Units();
   m->CopyFileHeadToHugePages();
   m->promote_ = true;
   m->StartHugePagePromotion();

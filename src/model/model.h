@@ -225,6 +225,10 @@ class Model {
     Model* m_;
   };
   bool promote_ = false;  // set at the end of Load
+  // During Load: the arena the kernel layouts are carved from (PageArena; null otherwise), and
+  // after it the whole 2 MiB units it handed out, for the promotion.
+  PageArena* load_arena_ = nullptr;
+  std::vector<uint8_t*> arena_units_;
   std::thread promoter_;
   std::atomic<bool> promoter_stop_{false};
   // Points the view at the mapped bytes (repacking when needed) / detaches it (streamed).
