@@ -163,7 +163,10 @@ typedef struct trine_model_params {
  * TRINE_KV_F16). Thread-safe. */
 TRINE_API trine_model_params trine_model_default_params(void);
 
-/* Loads and validates a GGUF model (llama, bitnet, bitnet-b1.58 architectures).
+/* Loads and validates a GGUF model (llama, bitnet, bitnet-b1.58 architectures). Where the system
+ * has transparent huge pages (and TRINE_HUGE_PAGES is not 0), the model then moves its weight
+ * copies onto huge pages from a background thread it owns (a few seconds; decode may run
+ * meanwhile and speeds up as it goes); trine_model_free stops it.
  * @param path    file path (split files are followed from the first part)
  * @param params  from trine_model_default_params(); not NULL
  * @return a model owned by the caller (free with trine_model_free), or NULL: see
