@@ -6,8 +6,9 @@
 //
 // Why: decode reads every weight byte once per token, in long sequential streams. Behind 4 KiB
 // pages each 4 KiB of the stream costs a TLB miss and a page walk; behind 2 MiB pages almost none.
-// On the 2-core Xeon VM this project is measured on, bitnet-2b TQ2_0 decode went from 15.0 to
-// 16.5 tok/s at one thread, and the --membw probe from 15.3 to 16.1 GB/s (kernels/README.md).
+// On the 2-core Xeon VM this project is measured on (a TLB miss there walks guest and host page
+// tables), bitnet-2b TQ2_0 decode went from 14.6-14.7 to 17.0-17.3 tok/s at one thread, and the
+// --membw probe from 14.5-15.4 to 15.9-16.6 GB/s (kernels/README.md, "Huge pages").
 // Where huge pages are unavailable the advice is ignored and the memory is ordinary pages.
 // TRINE_HUGE_PAGES=0 turns the advice off (to measure the difference); HugePagesEnabled() says
 // whether it is on.
@@ -47,11 +48,11 @@ inline bool HugePagesEnabled() {
 }
 
 // When 2 MiB units get huge pages: at their first touch (the page fault allocates a huge page),
-// or later, when the owner calls PromoteToHugePages (MADV_COLLAPSE copies the filled 4 KiB pages
-// into huge pages). Later is for weights: on VMs with free-page reporting (this project's Xeon
-// VM) a fresh huge page costs the host ~2 ms to back, which made bitnet-2b's load take 2.7-3.7 s
-// instead of 0.5 s when the weights were faulted in as huge pages; filled as 4 KiB pages and
-// promoted by a background thread (Model), the load stays at 0.5 s.
+// or later, when the owner calls PromoteToHugePage (MADV_COLLAPSE copies the filled 4 KiB pages
+// into a huge page). Later is for weights: on VMs with free-page reporting (this project's Xeon
+// VM) a fresh huge page costs the host milliseconds to back, which made bitnet-2b's load take
+// 2.7-3.7 s instead of 0.5 s when the weights were faulted in as huge pages; filled as 4 KiB
+// pages and promoted by a background thread (Model), it takes 0.6-0.9 s.
 enum class HugePages { kLater, kAtFault };
 
 class PageBuffer {
