@@ -73,6 +73,7 @@ const Variant kVariants[] = {
     {"q4_K", TypeId::kQ4_K, TernaryVariant::kDefault, false},
     {"q4_K_x16", TypeId::kQ4_K, TernaryVariant::kDefault, true, true},
     {"q6_K", TypeId::kQ6_K, TernaryVariant::kDefault, true},
+    {"q6_K_x16", TypeId::kQ6_K, TernaryVariant::kDefault, true, true},
     {"f16", TypeId::kF16, TernaryVariant::kDefault, false},
     {"f32", TypeId::kF32, TernaryVariant::kDefault, false},
 };

@@ -70,7 +70,7 @@ Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst) 
 
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
   if (isa != Isa::kAvx512) return false;
-  if (type == TypeId::kQ4_0 || type == TypeId::kQ4_K) return true;
+  if (type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K) return true;
   if (variant == TernaryVariant::kMulFree) return false;
   if (type == TypeId::kTQ1_0) return Tq1X16Enabled();
   return type == TypeId::kTQ2_0;  // I2_S: once repacked
@@ -91,7 +91,7 @@ bool Tq1X16Enabled() {
 
 namespace {
 
-// Where the x16 layout puts each part of a TQ1_0 / TQ2_0 / Q4_0 / Q4_K block.
+// Where the x16 layout puts each part of a TQ1_0 / TQ2_0 / Q4_0 / Q4_K / Q6_K block.
 struct X16Layout {
   size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, scale_bytes = 0, group_bytes = 0;
   int64_t nb = 0, groups = 0;
@@ -100,10 +100,12 @@ struct X16Layout {
 Status X16LayoutOf(const WeightView& w, X16Layout* l) {
   const int64_t be = X16BlockElems(w.type);
   if (be == 0 || w.interleave != 0 || w.cols % be != 0) {
-    return Unsupported("x16 interleave needs plain TQ1_0, TQ2_0, Q4_0 or Q4_K rows");
+    return Unsupported("x16 interleave needs plain TQ1_0, TQ2_0, Q4_0, Q4_K or Q6_K rows");
   }
   if (w.type == TypeId::kQ4_0) {
     *l = {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2 / 4};
+  } else if (w.type == TypeId::kQ6_K) {
+    *l = {sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), 0, (sizeof(BlockQ6_K) - 2) / 4};  // ql, qh, scales: 52 lines
   } else if (w.type == TypeId::kQ4_K) {
     *l = {sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0, sizeof(BlockQ4_K) / 4};  // the whole block: 36 lines
   } else if (w.type == TypeId::kTQ1_0) {

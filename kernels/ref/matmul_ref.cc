@@ -285,6 +285,7 @@ struct X16Format {
 X16Format X16FormatOf(TypeId type) {
   if (type == TypeId::kQ4_0) return {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2};
   if (type == TypeId::kTQ1_0) return {sizeof(BlockTQ1_0), offsetof(BlockTQ1_0, d), 0, sizeof(BlockTQ1_0) - 2};
+  if (type == TypeId::kQ6_K) return {sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), 0, sizeof(BlockQ6_K) - 2};
   // Q4_K: the whole block as lines (d and dmin in line 0); the scale header repeats d.
   if (type == TypeId::kQ4_K) return {sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0, sizeof(BlockQ4_K)};
   return {sizeof(BlockTQ2_0), offsetof(BlockTQ2_0, d), 0, kQK_K / 4};  // TQ2_0
@@ -293,7 +294,7 @@ X16Format X16FormatOf(TypeId type) {
 }  // namespace
 
 int64_t X16BlockElems(TypeId type) {
-  if (type == TypeId::kTQ2_0 || type == TypeId::kTQ1_0 || type == TypeId::kQ4_K) return kQK_K;
+  if (type == TypeId::kTQ2_0 || type == TypeId::kTQ1_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K) return kQK_K;
   if (type == TypeId::kQ4_0) return kQK4_0;
   return 0;
 }

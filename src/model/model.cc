@@ -113,7 +113,7 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &storage, w));
     *copied = true;
   }
-  if (wants_x16(*w)) {
+  if (wants_x16(*w) && !defer_head_layout_) {
     // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0, Q4_K); it replaces a TQ1_0 / I2_S repack.
     // At load, consecutive layouts share one arena, so that small tensors and tails sit in whole
     // 2 MiB units too (PageArena).
@@ -258,12 +258,9 @@ void Model::DropSpareOutputHead() {
   // The file's head is a spare too when a requantized one is in use: back to the mapped bytes
   // (the embedding lookup then reads only the rows it needs from the file).
   if (!head_copy_.empty() && output_.data != output_file_.data) {
-    const GgufTensorInfo* t = file_->FindTensor(config_.tied_output ? "token_embd.weight" : "output.weight");
-    if (t != nullptr) {
-      if (token_embd_.data == head_copy_.data()) token_embd_.data = t->data;
-      output_file_.data = t->data;
-      head_copy_.Reset();
-    }
+    if (token_embd_.data == head_copy_.data()) token_embd_.data = output_mapped_.data;
+    output_file_ = output_mapped_;
+    head_copy_.Reset();
   }
 }
 
@@ -303,14 +300,34 @@ void Model::StartHugePagePromotion() {
   }
 }
 
-void Model::CopyFileHeadToHugePages() {
+Status Model::CopyFileHeadToHugePages() {
   const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
   const GgufTensorInfo* t = file_->FindTensor(name);
   const size_t bytes = static_cast<size_t>(output_file_.rows) * output_file_.row_bytes;
-  if (!HugePagesEnabled() || !file_->is_mmapped() || t == nullptr || output_file_.data != t->data ||
-      output_.data != output_file_.data || output_file_.interleave != 0 || bytes < PageBuffer::kHugePage) {
-    return;
+  if (t == nullptr || output_file_.data != t->data || output_.data != output_file_.data ||
+      output_file_.interleave != 0) {
+    return Status::Ok();
   }
+  output_mapped_ = output_file_;
+  const int64_t x16_elems = kernels::X16BlockElems(output_file_.type);
+  if (kernels::WantsX16(output_file_.type, isa_, variant_) && x16_elems > 0 && output_file_.cols % x16_elems == 0) {
+    // The head's kernel reads the x16 layout (Q6_K on AVX-512): the copy is that layout; the
+    // embedding lookup keeps reading plain rows from the file.
+    kernels::WeightView x16;
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_file_, &head_copy_, &x16));
+    if (file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
+    x16.gemm = output_file_.gemm;
+    output_file_ = x16;
+    output_ = x16;
+    for (auto& b : bindings_) {
+      if (b.tensor == name) {
+        b.kernel += ", 16-row interleave";
+        b.repacked = true;
+      }
+    }
+    return Status::Ok();
+  }
+  if (!HugePagesEnabled() || !file_->is_mmapped() || bytes < PageBuffer::kHugePage) return Status::Ok();
   PageBuffer copy(bytes);
   // In 16 MiB steps, each step's file pages released as soon as they are copied: the resident
   // set grows by at most one step over the head's size.
@@ -324,6 +341,7 @@ void Model::CopyFileHeadToHugePages() {
   output_file_.data = copy.data();
   output_.data = copy.data();
   head_copy_ = std::move(copy);
+  return Status::Ok();
 }
 
 Status Model::SetOutputType(TypeId type) {
@@ -439,8 +457,13 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   } else {
     TRINE_RETURN_IF_ERROR(BindMatrix(f, "output.weight", &m->output_));
   }
-  TRINE_RETURN_IF_ERROR(m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
-                                      options.ternary_variant, false));
+  // The head's x16 copy (Q6_K, 269 MB for bitnet-2b) is made at the end (CopyFileHeadToHugePages),
+  // after the placement hook has measured the process's own memory without it.
+  m->defer_head_layout_ = true;
+  const Status head_bound = m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
+                                          options.ternary_variant, false);
+  m->defer_head_layout_ = false;
+  TRINE_RETURN_IF_ERROR(head_bound);
   m->output_file_ = m->output_;
   if (options.output_type != TypeId::kCount) TRINE_RETURN_IF_ERROR(m->SetOutputType(options.output_type));
   TRINE_RETURN_IF_ERROR(ReadVector(f, "output_norm.weight", &m->output_norm_));
@@ -513,7 +536,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   }
   m->load_arena_ = nullptr;
   m->arena_units_ = arena.Units();
-  m->CopyFileHeadToHugePages();
+  TRINE_RETURN_IF_ERROR(m->CopyFileHeadToHugePages());
   m->promote_ = true;
   m->StartHugePagePromotion();
   m->placement_epoch_ = 0;

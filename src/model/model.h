@@ -186,6 +186,7 @@ class Model {
   // The file's head (and the tied embedding) copied to huge pages (CopyFileHeadToHugePages);
   // output_file_ points into it while it is held.
   PageBuffer head_copy_;
+  kernels::WeightView output_mapped_;  // the file's head on the mapping (DropSpareOutputHead's way back)
   std::vector<float> output_norm_;
   std::vector<float> rope_freqs_;
   std::vector<LayerWeights> layers_;
@@ -210,7 +211,9 @@ class Model {
   // releases the mapped pages: the head is a third of a ternary model's decode bytes, and the
   // kernels stream it faster behind 2 MiB pages (page cache pages are 4 KiB). No-op without
   // huge pages, without a mapping, or for heads that are already copies (x16, requantized).
-  void CopyFileHeadToHugePages();
+  // Where the head's kernel reads the x16 layout (Q6_K on AVX-512), the copy is that layout.
+  Status CopyFileHeadToHugePages();
+  bool defer_head_layout_ = false;  // set while Load binds the head (its x16 copy comes later)
   // The background promotion (WaitForHugePages): Start snapshots every owned buffer's 2 MiB units
   // and collapses them one by one on its own thread; Stop makes it quit after the current unit
   // and joins. Methods that free or replace buffers hold a PromotionPause (stop now, start again

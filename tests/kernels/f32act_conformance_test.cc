@@ -161,6 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Case{TypeId::kF32}, Case{TypeId::kF16}, Case{TypeId::kBF16},
                                          Case{TypeId::kQ8_0}, Case{TypeId::kQ4_0}, Case{TypeId::kQ4_0, true},
                                          Case{TypeId::kQ4_K}, Case{TypeId::kQ4_K, true}, Case{TypeId::kQ6_K},
+                                         Case{TypeId::kQ6_K, true},
                                          Case{TypeId::kTQ2_0},
                                          Case{TypeId::kTQ2_0, true}, Case{TypeId::kTQ1_0},
                                          Case{TypeId::kTQ1_0, true})),

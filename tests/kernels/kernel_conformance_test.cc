@@ -237,14 +237,14 @@ TEST(Dispatch, UnknownIsaNameIsReported) {
 // bytes as InterleaveX16 of the whole plain tensor, for TQ2_0 and Q4_0 and a ragged last group.
 TEST(X16Layout, RowsByGroupEqualWholeTensor) {
   std::mt19937 rng(5);
-  for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0, TypeId::kQ4_K}) {
+  for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0, TypeId::kQ4_K, TypeId::kQ6_K}) {
     const TypeTraits& tr = GetTypeTraits(t);
     const int64_t rows = 37, cols = 512;
     const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
     std::vector<uint8_t> plain(row_bytes * rows);
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<float> x = RandomTernaryWeights(cols, &rng, 0.5f + 0.01f * static_cast<float>(r));
-      if (t == TypeId::kQ4_0 || t == TypeId::kQ4_K) {
+      if (t == TypeId::kQ4_0 || t == TypeId::kQ4_K || t == TypeId::kQ6_K) {
         std::normal_distribution<float> nd(0.0f, 1.0f);
         for (auto& v : x) v = nd(rng);
       }

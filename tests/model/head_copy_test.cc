@@ -1,9 +1,12 @@
-// The file's output head (here the tied Q6_K embedding of tiny-tern-tq2_0, 6.7 MB) is copied to
-// huge pages at load (Model::CopyFileHeadToHugePages); the embedding lookup reads the same copy,
-// and a requantized head made permanent (DropSpareOutputHead) hands the copy back to the mapping.
+// The file's output head (here the tied Q6_K embedding of tiny-tern-tq2_0, 6.7 MB) is copied at
+// load (Model::CopyFileHeadToHugePages): into the 16-row interleave where its kernel reads that
+// (Q6_K on AVX-512; the embedding lookup then reads the file), else plainly onto huge pages,
+// shared with the embedding. A requantized head made permanent (DropSpareOutputHead) hands the
+// copy back to the mapping.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "common/test_util.h"
 #include "core/page_buffer.h"
@@ -19,17 +22,26 @@ TEST(HeadCopy, TiedHeadIsCopiedAndSharedWithTheEmbedding) {
   const GgufTensorInfo* t = model->file().FindTensor("token_embd.weight");
   ASSERT_NE(t, nullptr);
   const kernels::WeightView& head = model->output();
-  const size_t bytes = static_cast<size_t>(head.rows) * head.row_bytes;
-  ASSERT_EQ(bytes, t->n_bytes);
-  // Same bytes as the file either way, and one buffer for the head and the embedding.
-  EXPECT_EQ(std::memcmp(head.data, t->data, bytes), 0);
-  EXPECT_EQ(model->token_embd().data, head.data);
-  if (!HugePagesEnabled()) {
-    EXPECT_EQ(head.data, t->data);
-    GTEST_SKIP() << "transparent huge pages are off here (or TRINE_HUGE_PAGES=0): the head stays mapped";
+  ASSERT_EQ(static_cast<size_t>(head.rows) * head.row_bytes, t->n_bytes);
+  // The head's rows are the file's whichever layout holds them.
+  std::vector<uint8_t> scratch(head.row_bytes);
+  for (int64_t r : {int64_t{0}, int64_t{1}, head.rows / 2, head.rows - 1}) {
+    const uint8_t* row = kernels::RowData(head, r, scratch.data());
+    EXPECT_EQ(std::memcmp(row, t->data + static_cast<size_t>(r) * head.row_bytes, head.row_bytes), 0) << "row " << r;
   }
-  EXPECT_NE(head.data, t->data);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(head.data) % PageBuffer::kHugePage, 0u);
+  if (head.interleave == 16) {
+    // Q6_K on AVX-512: the copy is the kernel's 16-row interleave; the embedding reads the file.
+    EXPECT_EQ(model->token_embd().data, t->data);
+  } else if (!HugePagesEnabled()) {
+    EXPECT_EQ(head.data, t->data);
+    EXPECT_EQ(model->token_embd().data, head.data);
+    GTEST_SKIP() << "transparent huge pages are off here (or TRINE_HUGE_PAGES=0): the head stays mapped";
+  } else {
+    // A plain copy on huge pages, shared with the embedding.
+    EXPECT_NE(head.data, t->data);
+    EXPECT_EQ(model->token_embd().data, head.data);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(head.data) % PageBuffer::kHugePage, 0u);
+  }
 
   // A requantized head made permanent: the file's head goes back to the mapped bytes.
   ASSERT_TRUE(model->SetOutputType(TypeId::kQ8_0).ok());
@@ -37,6 +49,7 @@ TEST(HeadCopy, TiedHeadIsCopiedAndSharedWithTheEmbedding) {
   EXPECT_EQ(model->token_embd().data, t->data);
   ASSERT_TRUE(model->SetOutputType(model->output_file_type()).ok());
   EXPECT_EQ(model->output().data, t->data);
+  EXPECT_EQ(model->output().interleave, 0);
 }
 
 }  // namespace

@@ -170,32 +170,47 @@ void FillQ8_0(const WeightView& /*w*/, const Group& G, int64_t k0, int kc, float
 // ql[64h + 32(q & 1) + l] (low nibble for q < 2, high for q >= 2), its top 2 bits at bits 2q of
 // qh[32h + l], and the scale scales[8h + l / 16 + 2q]; it is (d * scale) * (bits - 32), the
 // reference's order. Each dword gather brings 4 consecutive l of every row.
-void FillQ6_K(const WeightView& /*w*/, const Group& G, int64_t k0, int /*kc*/, float* tile) {
-  const uint8_t* blk = G.base + static_cast<size_t>(k0 / kQK_K) * sizeof(BlockQ6_K);
+void FillQ6_K(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
+  const int64_t b = k0 / kQK_K;
+  // The dword at byte o of each row's block: gathered from the plain rows, or line o / 4 of the
+  // block in the x16 layout (52 lines; the d values sit in the group's scale header).
+  const bool x16 = w.interleave == 16;
+  const uint8_t* blk = x16 ? G.base + X16ScaleBytes(w.cols / kQK_K) + static_cast<size_t>(b) * 52 * 64
+                           : G.base + static_cast<size_t>(b) * sizeof(BlockQ6_K);
+  auto lanes = [&](int o) { return x16 ? _mm512_load_si512(blk + 16 * o) : _mm512_i32gather_epi32(G.off, blk + o, 1); };
   // d * scale per row and sub-block, in scalar code (256 products per 4096 values).
   alignas(64) int32_t off[16];
   _mm512_store_si512(off, G.off);
   alignas(64) float dsm[16][16];
   for (int i = 0; i < 16; ++i) {
-    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(blk + off[i]);
-    const float d = Fp16ToFp32(b->d);
-    for (int s = 0; s < 16; ++s) dsm[s][i] = d * static_cast<float>(b->scales[s]);
+    if (x16) {
+      uint16_t h;
+      std::memcpy(&h, G.base + 32 * b + 2 * i, 2);
+      const float d = Fp16ToFp32(h);
+      for (int s = 0; s < 16; ++s) {
+        dsm[s][i] = d * static_cast<float>(static_cast<int8_t>(blk[64 * (48 + s / 4) + 4 * i + s % 4]));
+      }
+    } else {
+      const BlockQ6_K* q = reinterpret_cast<const BlockQ6_K*>(blk + off[i]);
+      const float d = Fp16ToFp32(q->d);
+      for (int s = 0; s < 16; ++s) dsm[s][i] = d * static_cast<float>(q->scales[s]);
+    }
   }
   __m512 ds[16];
   for (int s = 0; s < 16; ++s) ds[s] = _mm512_load_ps(dsm[s]);
   const __m512i m15 = _mm512_set1_epi32(15), m3 = _mm512_set1_epi32(3), b32 = _mm512_set1_epi32(32);
   for (int h = 0; h < 2; ++h) {
     for (int j = 0; j < 8; ++j) {
-      const __m512i lo = _mm512_i32gather_epi32(G.off, blk + 64 * h + 4 * j, 1);
-      const __m512i hi = _mm512_i32gather_epi32(G.off, blk + 64 * h + 32 + 4 * j, 1);
-      const __m512i qh = _mm512_i32gather_epi32(G.off, blk + 128 + 32 * h + 4 * j, 1);
+      const __m512i lo = lanes(64 * h + 4 * j);
+      const __m512i hi = lanes(64 * h + 32 + 4 * j);
+      const __m512i qh = lanes(128 + 32 * h + 4 * j);
       for (int p = 0; p < 4; ++p) {
         const int l = 4 * j + p;
         const __m512i a = _mm512_srli_epi32(lo, static_cast<unsigned>(8 * p));
-        const __m512i b = _mm512_srli_epi32(hi, static_cast<unsigned>(8 * p));
+        const __m512i bh = _mm512_srli_epi32(hi, static_cast<unsigned>(8 * p));
         const __m512i e = _mm512_srli_epi32(qh, static_cast<unsigned>(8 * p));
         for (int q = 0; q < 4; ++q) {
-          const __m512i nib = _mm512_and_si512(_mm512_srli_epi32(q & 1 ? b : a, q < 2 ? 0u : 4u), m15);
+          const __m512i nib = _mm512_and_si512(_mm512_srli_epi32(q & 1 ? bh : a, q < 2 ? 0u : 4u), m15);
           const __m512i top = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(e, 2u * q), m3), 4);
           const __m512i v = _mm512_sub_epi32(_mm512_or_si512(nib, top), b32);
           _mm512_store_ps(tile + (128 * h + 32 * q + l) * 16,
@@ -331,7 +346,7 @@ void GemmF32ActAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride,
     case TypeId::kF16:
     case TypeId::kBF16: fill = w.interleave ? nullptr : FillGeneric; break;
     case TypeId::kQ4_K: fill = FillGeneric; break;  // x16: whole blocks as lines
-    case TypeId::kQ6_K: fill = w.interleave ? nullptr : FillQ6_K; break;
+    case TypeId::kQ6_K: fill = FillQ6_K; break;
     default: break;
   }
   if (fill == nullptr || r0 >= r1 || n_tokens <= 0) {

@@ -468,6 +468,87 @@ void GemmQ6_KRowLanes(const WeightView& w, const uint8_t* xq, size_t act_stride,
   }
 }
 
+// Q6_K x Q8_K on the x16 layout (WeightView::interleave; built at load time): a block of 16 rows
+// is 52 lines of 64 bytes in rows-in-lanes order, line k holding bytes 4k..4k+3 of each row's
+// block: ql in lines 0-31, qh in 32-47, the 16 int8 scales in 48-51 (d in the group header). For
+// half h and quad m (values l = 4m..4m+3 of that half) the lines A = ql[64h + l],
+// B = ql[64h + 32 + l] and H = qh[32h + l] give the four 6-bit vectors q_s = w + 32 of values
+// 128h + 32s + l (low nibble from A / B, their high nibble for s >= 2, top bits from H's bits
+// 2s..2s+1) by one bit-select and one AND each: no transpose, gather or horizontal reduction. The
+// 4 quads of a 16-value scale group j = 8h + 2s + m/4 accumulate with vpdpbusd against broadcast
+// activations; (sum - 32 * bsum_j) * scale_j joins the block's int32 sum: the reference's sumi.
+template <int T>
+inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
+                       int t0, __m512 out[T]) {
+  constexpr int kLines = 52;
+  const size_t scale_bytes = X16ScaleBytes(nb);
+  const uint8_t* codes = g + scale_bytes;
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m3f = _mm512_set1_epi8(0x3F);
+  const BlockQ8_K* act[T];
+  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512i* L = reinterpret_cast<const __m512i*>(codes + static_cast<size_t>(b) * kLines * 64);
+    // Near stream into L1 first (two blocks ahead), then the next group's block into L2 (Q4KX16Group).
+    for (size_t o = 0; o < kLines * 64; o += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(L) + 2 * kLines * 64 + o, _MM_HINT_T0);
+    }
+    PrefetchNext(next + scale_bytes + static_cast<size_t>(b) * kLines * 64, kLines * 64);
+    __m512i sumi[T];
+    for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 2
+      for (int mh = 0; mh < 2; ++mh) {
+        __m512i acc[4][T];
+        for (int q = 0; q < 4; ++q) {
+          for (int t = 0; t < T; ++t) acc[q][t] = _mm512_setzero_si512();
+        }
+#pragma GCC unroll 4
+        for (int mm = 0; mm < 4; ++mm) {
+          const int m = 4 * mh + mm;
+          const __m512i A = _mm512_load_si512(L + 16 * h + m), B = _mm512_load_si512(L + 16 * h + 8 + m);
+          const __m512i H = _mm512_load_si512(L + 32 + 8 * h + m);
+          // (x & 0x0F) | (y & 0x30): select by the 0x0F mask (0xCA: a ? b : c), then clear bits 6-7.
+          __m512i q[4];
+          q[0] = _mm512_and_si512(_mm512_ternarylogic_epi32(m0f, A, _mm512_slli_epi16(H, 4), 0xCA), m3f);
+          q[1] = _mm512_and_si512(_mm512_ternarylogic_epi32(m0f, B, _mm512_slli_epi16(H, 2), 0xCA), m3f);
+          q[2] = _mm512_and_si512(_mm512_ternarylogic_epi32(m0f, _mm512_srli_epi16(A, 4), H, 0xCA), m3f);
+          q[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(m0f, _mm512_srli_epi16(B, 4), _mm512_srli_epi16(H, 2), 0xCA),
+                                  m3f);
+#pragma GCC unroll 4
+          for (int s = 0; s < 4; ++s) {
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) {
+              int32_t a4;
+              std::memcpy(&a4, act[t][b].qs + 128 * h + 32 * s + 4 * m, 4);
+              acc[s][t] = _mm512_dpbusd_epi32(acc[s][t], q[s], _mm512_set1_epi32(a4));
+            }
+          }
+        }
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) {
+          const int j = 8 * h + 2 * s + mh;
+          // Scale j of each row: byte j % 4 of line 48 + j / 4, sign-extended.
+          const __m512i sc = _mm512_srai_epi32(
+              _mm512_slli_epi32(_mm512_load_si512(L + 48 + j / 4), static_cast<unsigned>(24 - 8 * (j % 4))), 24);
+          for (int t = 0; t < T; ++t) {
+            const __m512i u = _mm512_sub_epi32(acc[s][t], _mm512_set1_epi32(32 * act[t][b].bsums[j]));
+            sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(u, sc));
+          }
+        }
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    for (int t = 0; t < T; ++t) {
+      // Reference order: (d_w * d_a) * sumi.
+      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(act[t][b].d)),
+                                                   _mm512_cvtepi32_ps(sumi[t])));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Q4_K x Q8_K.
 
@@ -596,14 +677,20 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
   }
 }
 
-// Below kTokenLaneMin tokens: up to 4 tokens per pass over a group (a group stays in L2).
-void GemmQ4_KX16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
-                 int64_t r0, int64_t r1, float scale) {
+// The K-quant x16 layouts (Q4_K, Q6_K) below kTokenLaneMin tokens: up to 4 tokens per pass over a
+// group (a group stays in L2).
+template <TypeId kType>
+void GemmKQuantX16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      Q4KX16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+      if constexpr (kType == TypeId::kQ6_K) {
+        Q6X16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+      } else {
+        Q4KX16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+      }
     });
   });
 }
@@ -661,7 +748,7 @@ struct TokenLaneScratch {
   std::vector<uint8_t> w;     // (8 rows, cols): unpacked unsigned weight bytes, activation order
   std::vector<int32_t> wsc;   // (8 rows, n_blocks, k): per-group integer scales (K-quants)
   std::vector<float> wd;      // (8 rows, n_blocks, 2): weight block scales (d, dmin)
-  std::vector<uint8_t> plain;  // (8 rows, row_bytes): x16 rows gathered back (Q4_K)
+  std::vector<uint8_t> plain;  // (8 rows, row_bytes): x16 rows gathered back (Q4_K, Q6_K)
 };
 
 TokenLaneScratch& GetScratch() {
@@ -755,9 +842,13 @@ void GemmQ6_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb));
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
+  uint8_t* plain = w.interleave == 16 ? Grow(&sc.plain, kTileRows * w.row_bytes) : nullptr;  // as Q4_K
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
+    if (plain != nullptr) {
+      for (int i = 0; i < kTileRows; ++i) rows[i] = RowData(w, i < nr ? r + i : r1 - 1, plain + i * w.row_bytes);
+    }
     for (int i = 0; i < kTileRows; ++i) {
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(rows[i] + static_cast<size_t>(b) * sizeof(BlockQ6_K));
@@ -912,7 +1003,7 @@ void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   if (n_tokens >= kTokenLaneMin) {
     GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);  // gathers x16 rows itself
   } else if (w.interleave == 16) {
-    GemmQ4_KX16(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    GemmKQuantX16<TypeId::kQ4_K>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   } else {
     GemmQ4_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   }
@@ -921,7 +1012,9 @@ void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, i
 void GemmQ6_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   if (n_tokens >= kTokenLaneMin) {
-    GemmQ6_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+    GemmQ6_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);  // gathers x16 rows itself
+  } else if (w.interleave == 16) {
+    GemmKQuantX16<TypeId::kQ6_K>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   } else {
     GemmQ6_KRowLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   }
