@@ -99,15 +99,17 @@ bool Model::has_streamed_layers() const {
   return false;
 }
 
+bool Model::ReadsX16(TypeId type, int64_t cols, kernels::TernaryVariant variant) const {
+  const int64_t elems = kernels::X16BlockElems(type);
+  return kernels::WantsX16(type, isa_, variant) && elems > 0 && cols % elems == 0;
+}
+
 Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
                                bool* copied) {
   const GgufTensorInfo* t = file_->FindTensor(name);
   PageBuffer storage;
   *copied = false;
-  auto wants_x16 = [&](const kernels::WeightView& v) {
-    const int64_t elems = kernels::X16BlockElems(v.type);
-    return kernels::WantsX16(v.type, isa_, variant) && elems > 0 && v.cols % elems == 0;
-  };
+  auto wants_x16 = [&](const kernels::WeightView& v) { return ReadsX16(v.type, v.cols, variant); };
   // TQ1_0 read in place (AVX-512 VBMI) needs no TQ2_0 step; anywhere else it is repacked.
   if (NeedsRepack(*w) && !wants_x16(*w)) {
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &storage, w));
@@ -300,7 +302,7 @@ void Model::StartHugePagePromotion() {
   }
 }
 
-Status Model::CopyFileHeadToHugePages() {
+Status Model::CopyFileHead() {
   const std::string name = config_.tied_output ? "token_embd.weight" : "output.weight";
   const GgufTensorInfo* t = file_->FindTensor(name);
   const size_t bytes = static_cast<size_t>(output_file_.rows) * output_file_.row_bytes;
@@ -309,8 +311,7 @@ Status Model::CopyFileHeadToHugePages() {
     return Status::Ok();
   }
   output_mapped_ = output_file_;
-  const int64_t x16_elems = kernels::X16BlockElems(output_file_.type);
-  if (kernels::WantsX16(output_file_.type, isa_, variant_) && x16_elems > 0 && output_file_.cols % x16_elems == 0) {
+  if (ReadsX16(output_file_.type, output_file_.cols, variant_)) {
     // The head's kernel reads the x16 layout (Q6_K on AVX-512): the copy is that layout; the
     // embedding lookup keeps reading plain rows from the file.
     kernels::WeightView x16;
@@ -398,8 +399,7 @@ Status Model::SetOutputType(TypeId type) {
       dequantize(kernels::RowData(from, r, scratch.data()), row.data(), from.cols);
       quantize(row.data(), out, from.cols);
     };
-    const int64_t x16_elems = kernels::X16BlockElems(type);
-    if (kernels::WantsX16(type, isa_, variant_) && x16_elems > 0 && shape.cols % x16_elems == 0) {
+    if (ReadsX16(type, shape.cols, variant_)) {
       // Straight into the kernels' 16-row interleave, a group at a time (no plain copy of the head).
       TRINE_RETURN_IF_ERROR(kernels::InterleaveX16Rows(
           shape,
@@ -457,7 +457,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   } else {
     TRINE_RETURN_IF_ERROR(BindMatrix(f, "output.weight", &m->output_));
   }
-  // The head's x16 copy (Q6_K, 269 MB for bitnet-2b) is made at the end (CopyFileHeadToHugePages),
+  // The head's x16 copy (Q6_K, 269 MB for bitnet-2b) is made at the end (CopyFileHead),
   // after the placement hook has measured the process's own memory without it.
   m->defer_head_layout_ = true;
   const Status head_bound = m->BindKernel(c.tied_output ? "token_embd.weight" : "output.weight", &m->output_,
@@ -536,7 +536,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   }
   m->load_arena_ = nullptr;
   m->arena_units_ = arena.Units();
-  TRINE_RETURN_IF_ERROR(m->CopyFileHeadToHugePages());
+  TRINE_RETURN_IF_ERROR(m->CopyFileHead());
   m->promote_ = true;
   m->StartHugePagePromotion();
   m->placement_epoch_ = 0;

@@ -183,8 +183,8 @@ class Model {
   TypeId output_spare_type_ = TypeId::kCount;
   kernels::WeightView output_spare_;
   PageBuffer output_spare_data_;
-  // The file's head (and the tied embedding) copied to huge pages (CopyFileHeadToHugePages);
-  // output_file_ points into it while it is held.
+  // The file's head copied at load (CopyFileHead): its x16 layout, or a plain copy on huge pages
+  // that the tied embedding reads too; output_file_ points into it while it is held.
   PageBuffer head_copy_;
   kernels::WeightView output_mapped_;  // the file's head on the mapping (DropSpareOutputHead's way back)
   std::vector<float> output_norm_;
@@ -201,18 +201,22 @@ class Model {
   int mlock_ok_ = 0, mlock_failed_ = 0;
 
   Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant, bool streamed);
+  // True when the kernel bound for `type` (rows of `cols` values) reads the x16 interleave: the
+  // ISA's kernel wants it and the rows are whole x16 blocks.
+  bool ReadsX16(TypeId type, int64_t cols, kernels::TernaryVariant variant) const;
   // Turns the file view *w of tensor `name` into the layout its kernel reads best (I2_S, and TQ1_0
   // without AVX-512 VBMI, repacked to TQ2_0; the AVX-512 x16 interleave, TQ1_0 as it is); a copy
   // is owned in repacked_[name] (*copied)
   // and the file's pages are released.
   Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
                           bool* copied);
-  // Moves the file's head, when it is in use and read from the mapping, into a huge-page copy and
-  // releases the mapped pages: the head is a third of a ternary model's decode bytes, and the
-  // kernels stream it faster behind 2 MiB pages (page cache pages are 4 KiB). No-op without
-  // huge pages, without a mapping, or for heads that are already copies (x16, requantized).
-  // Where the head's kernel reads the x16 layout (Q6_K on AVX-512), the copy is that layout.
-  Status CopyFileHeadToHugePages();
+  // At the end of Load: when the file's head is in use and read from the file, copies it and
+  // releases its mapped pages (the head is a third of a ternary model's decode bytes). Where its
+  // kernel reads the x16 layout (Q6_K on AVX-512) the copy is that layout, always; otherwise a
+  // plain copy on huge pages, made only where huge pages are on and the file is mapped (the
+  // kernels stream it faster behind 2 MiB pages than the page cache's 4 KiB ones). No-op for
+  // heads that are already copies (requantized, repacked).
+  Status CopyFileHead();
   bool defer_head_layout_ = false;  // set while Load binds the head (its x16 copy comes later)
   // The background promotion (WaitForHugePages): Start snapshots every owned buffer's 2 MiB units
   // and collapses them one by one on its own thread; Stop makes it quit after the current unit

@@ -1,5 +1,5 @@
 // The file's output head (here the tied Q6_K embedding of tiny-tern-tq2_0, 6.7 MB) is copied at
-// load (Model::CopyFileHeadToHugePages): into the 16-row interleave where its kernel reads that
+// load (Model::CopyFileHead): into the 16-row interleave where its kernel reads that
 // (Q6_K on AVX-512; the embedding lookup then reads the file), else plainly onto huge pages,
 // shared with the embedding. A requantized head made permanent (DropSpareOutputHead) hands the
 // copy back to the mapping.
