@@ -136,6 +136,10 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
     state.SkipWithError("interleave failed");
     return;
   }
+  // The model's layouts end up on huge pages (Model::StartHugePagePromotion); so does this copy.
+  for (size_t o = 0; o < interleaved.huge_bytes(); o += trine::PageBuffer::kHugePage) {
+    trine::PromoteToHugePage(interleaved.data() + o);
+  }
   std::string kname;
   w.f32_activations = f32act;
   trine::kernels::GemmFn fn = f32act ? trine::kernels::SelectGemmF32Act(v.type, isa, &kname)

@@ -78,9 +78,13 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
 
 }  // namespace
 
+// Distance of the L1 prefetch stream ahead of the block being read, as in the TQ2_0 x16 kernel.
+// On 4 KiB pages it measured within noise; with the weights on huge pages it reads a 1 GB matrix
+// at 12.2-12.7 GB/s instead of 10.7-11.0 (2-4 KB: 11.7-12.2, 12 KB: 10.3-10.5; kernels/README.md).
+constexpr size_t kTq1NearPrefetch = 8192;
+
 // Ternary x Q8_K on the TQ1_0 x16 layout (the caller checks the layout), any token count (up to 4
-// tokens per pass over a group). No near (L1) prefetch: this kernel is bound by its lookups, and
-// the prefetch pair measured within noise here (kernels/README.md).
+// tokens per pass over a group).
 void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
@@ -93,7 +97,7 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
     const BlockQ8_K* act[T];
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      TernaryX16Group<T>(gp, next, nb, 64 * kTq1Lines, 0, t0, sums,
+      TernaryX16Group<T>(gp, next, nb, 64 * kTq1Lines, kTq1NearPrefetch, t0, sums,
                          [&](const uint8_t* lines, int64_t b, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
