@@ -12,6 +12,7 @@
 #include "cpu_features.h"
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
+#include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 
@@ -95,6 +96,7 @@ namespace {
 struct X16Layout {
   size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, scale_bytes = 0, group_bytes = 0;
   int64_t nb = 0, groups = 0;
+  const uint8_t* recode = nullptr;  // code byte -> layout byte (TQ1_0: Tq1Codec), else kept as is
 };
 
 Status X16LayoutOf(const WeightView& w, X16Layout* l) {
@@ -110,6 +112,7 @@ Status X16LayoutOf(const WeightView& w, X16Layout* l) {
     *l = {sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0, sizeof(BlockQ4_K) / 4};  // the whole block: 36 lines
   } else if (w.type == TypeId::kTQ1_0) {
     *l = {sizeof(BlockTQ1_0), offsetof(BlockTQ1_0, d), 0, (sizeof(BlockTQ1_0) - 2) / 4};  // qs + qh: 13 lines
+    l->recode = kTq1Codec.recode.data();
   } else {
     *l = {sizeof(BlockTQ2_0), offsetof(BlockTQ2_0, d), 0, kQK_K / 4 / 4};
   }
@@ -128,7 +131,15 @@ void InterleaveGroup(const X16Layout& l, const uint8_t* rows, size_t row_bytes, 
       const uint8_t* blk = row + static_cast<size_t>(b) * l.block_bytes;
       std::memcpy(g + 32 * b + 2 * i, blk + l.d_off, 2);
       uint8_t* codes = g + l.scale_bytes + static_cast<size_t>(b) * l.lines * 64;
-      for (size_t k = 0; k < l.lines; ++k) std::memcpy(codes + 64 * k + 4 * i, blk + l.qs_off + 4 * k, 4);
+      for (size_t k = 0; k < l.lines; ++k) {
+        uint8_t* to = codes + 64 * k + 4 * i;
+        const uint8_t* from = blk + l.qs_off + 4 * k;
+        if (l.recode == nullptr) {
+          std::memcpy(to, from, 4);
+        } else {
+          for (int j = 0; j < 4; ++j) to[j] = l.recode[from[j]];
+        }
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
 #include "kernels.h"
+#include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 namespace {
@@ -311,6 +312,9 @@ const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch) {
     uint8_t* out = scratch + static_cast<size_t>(b) * f.block_bytes;
     for (size_t k = 0; k < lines; ++k) {
       std::memcpy(out + f.qs_off + 4 * k, codes + (static_cast<size_t>(b) * lines + k) * 64 + 4 * i, 4);
+    }
+    if (w.type == TypeId::kTQ1_0) {  // the layout's bytes are recoded (x86/tq1_x16.h)
+      for (size_t k = 0; k < f.qs_bytes; ++k) out[f.qs_off + k] = kTq1Codec.file_byte[out[f.qs_off + k]];
     }
     std::memcpy(out + f.d_off, g + 32 * b + 2 * i, 2);
   }

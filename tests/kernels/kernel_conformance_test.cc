@@ -15,6 +15,7 @@
 #include "kernel_test_util.h"
 #include "kernels.h"
 #include "repack.h"
+#include "x86/tq1_x16.h"
 #include "tensor/dtype.h"
 
 namespace trine::kernels {
@@ -225,6 +226,28 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
     // KernelConformance covers.
     GTEST_SKIP() << "no ISA level reads TQ1_0 in place here (needs AVX-512 VBMI)";
   }
+}
+
+// The TQ1_0 x16 layout's byte code (x86/tq1_x16.h), checked on every file byte value with no
+// CPU feature needed: the recoded byte's tables give the file byte's five digits (digit 4 from
+// the low 7 bits alone), and the byte RowData gives back has the same digits and is the file's
+// own byte wherever a quantizer wrote it.
+TEST(Tq1X16, CodecKeepsEveryByteValuesDigits) {
+  const Tq1Codec& c = kTq1Codec;
+  int quantizer_bytes = 0;
+  for (int q = 0; q < 256; ++q) {
+    SCOPED_TRACE(::testing::Message() << "file byte " << q);
+    const uint8_t b = static_cast<uint8_t>(q), e = c.recode[b];
+    for (int n = 0; n < 4; ++n) EXPECT_EQ((c.digits0123[e] >> (2 * n)) & 3, Tq1Digit(b, n)) << "digit " << n;
+    EXPECT_EQ(c.digit4[e & 0x7F], Tq1Digit(b, 4));
+    const uint8_t back = c.file_byte[e];
+    EXPECT_EQ(Tq1Value(back), Tq1Value(b));
+    if (Tq1QuantizerByte(Tq1Value(b)) == b) {
+      ++quantizer_bytes;
+      EXPECT_EQ(back, b);
+    }
+  }
+  EXPECT_EQ(quantizer_bytes, 243);  // one per five-digit value: the other 13 repeat some value's digits
 }
 
 TEST(Dispatch, UnknownIsaNameIsReported) {

@@ -216,8 +216,8 @@ inline void SpreadTq2(const uint8_t* cb, uint8_t (*codes)[1024]) {
 
 inline void SpreadTq1(const uint8_t* cb, uint8_t (*codes)[1024]) {
   const __m512i m3 = _mm512_set1_epi8(3);
-  const Table256 codes_tb = LoadTable256(kTq1Tables.digits0123.data());
-  const Table256 d4_tb = LoadTable256(kTq1Tables.digit4.data());
+  const Table256 codes_tb = LoadTable256(kTq1Codec.digits0123.data());
+  const __m512i d4_lo = _mm512_load_si512(kTq1Codec.digit4.data()), d4_hi = _mm512_load_si512(kTq1Codec.digit4.data() + 64);
   for (int l = 0; l < kTq1Lines; ++l) {
     const __m512i q = _mm512_load_si512(cb + 64 * l);
     const __mmask64 top = _mm512_movepi8_mask(q);
@@ -227,7 +227,7 @@ inline void SpreadTq1(const uint8_t* cb, uint8_t (*codes)[1024]) {
     _mm512_store_si512(codes[2] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 4), m3));
     _mm512_store_si512(codes[3] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 6), m3));
     if (l < kTq1QsLines) {
-      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), Lookup256(d4_tb, q, top));
+      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), _mm512_permutex2var_epi8(d4_lo, q, d4_hi));
     }
   }
 }

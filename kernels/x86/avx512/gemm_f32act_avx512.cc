@@ -99,9 +99,14 @@ void FillTq2(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float*
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-// TQ1_0 x16 (kernels/x86/tq1_x16.h): digit n of byte x is ((x * 3^n) mod 256) * 3 >> 8; each step
-// multiplies by 3 (x + 2x), the part above 8 bits is the digit and the low 8 bits carry on.
-inline void Tq1Line(__m512i q, int l, __m512 d, float* tile) {
+// TQ1_0 x16 (kernels/x86/tq1_x16.h): the layout's bytes go back to the file's first (this
+// translation unit has no VBMI for the codec's lookups); digit n of file byte x is
+// ((x * 3^n) mod 256) * 3 >> 8; each step multiplies by 3 (x + 2x), the part above 8 bits is the
+// digit and the low 8 bits carry on.
+inline void Tq1Line(const uint8_t* line, int l, __m512 d, float* tile) {
+  alignas(64) uint8_t file_bytes[64];
+  for (int j = 0; j < 64; ++j) file_bytes[j] = kTq1Codec.file_byte[line[j]];
+  const __m512i q = _mm512_load_si512(file_bytes);
   const __m512i m255 = _mm512_set1_epi32(255);
   const int digits = l < kTq1QsLines ? 5 : 4;
   for (int p = 0; p < 4; ++p) {
@@ -120,7 +125,7 @@ void FillTq1(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float*
   const int64_t b = k0 / kQK_K, nb = w.cols / kQK_K;
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + 32 * b)));
   const uint8_t* lines = G.base + X16ScaleBytes(nb) + static_cast<size_t>(b) * 64 * kTq1Lines;
-  for (int l = 0; l < kTq1Lines; ++l) Tq1Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
+  for (int l = 0; l < kTq1Lines; ++l) Tq1Line(lines + 64 * l, l, d, tile);
 }
 
 // Q4_0: byte m of a block holds element m (low nibble) and m + 16 (high), minus 8, times d.

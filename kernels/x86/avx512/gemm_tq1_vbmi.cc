@@ -38,7 +38,7 @@ inline __m512i Broadcast4(const int8_t* a) {
 // One block of a TQ1_0 x16 group (13 lines) against T tokens' Q8_K blocks: s[t] lane i = sum over
 // the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
 template <int T>
-inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Table256& d4_tb,
+inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __m512i d4_tb[2],
                         const int8_t* const a[T], __m512i s[T]) {
   // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
   // per line, enough independent chains to hide its latency without a second set at T = 1.
@@ -63,7 +63,7 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const Ta
       }
     }
     if (l < kTq1QsLines) {  // qs bytes carry a fifth digit
-      const __m512i c4 = Lookup256(d4_tb, q, top);
+      const __m512i c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         acc[4][t] = _mm512_dpbusd_epi32(acc[4][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
@@ -90,8 +90,8 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  const Table256 codes_tb = LoadTable256(kTq1Tables.digits0123.data());
-  const Table256 d4_tb = LoadTable256(kTq1Tables.digit4.data());
+  const Table256 codes_tb = LoadTable256(kTq1Codec.digits0123.data());
+  const __m512i d4_tb[2] = {_mm512_load_si512(kTq1Codec.digit4.data()), _mm512_load_si512(kTq1Codec.digit4.data() + 64)};
   ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     const BlockQ8_K* act[T];
