@@ -1,12 +1,13 @@
 // The TQ1_0 x16 layout as the x86 kernels read it (WeightView::interleave = 16, kernels/repack.h):
 // no intrinsics here, only where each byte's trits belong and the lookup tables that decode them,
-// shared by the AVX-512 VBMI decode kernel, the AMX prefill kernel and the fp32-activation kernel.
+// shared by the AVX-512 VBMI decode kernel, the AMX prefill kernel, the fp32-activation kernel,
+// the loader (repack.cc recodes the bytes) and RowData (which maps them back).
 //
 // A TQ1_0 block (256 values) is qs[48] + qh[4] + fp16 d. Byte q holds five base-3 digits as a
 // fixed-point fraction: digit n is ((q * 3^n) mod 256) * 3 >> 8, in {0, 1, 2} for every byte
 // value (the reference's decode, llama.cpp's too). In the x16 layout a block's 52 code bytes are
-// 13 lines of 64 bytes: line l holds in dword lane i the bytes 4l .. 4l+3 of row i's block, so
-// lines 0-11 are qs and line 12 is qh.
+// 13 lines of 64 bytes: line l holds in dword lane i the bytes 4l .. 4l+3 of row i's block
+// (recoded, Tq1Codec below), so lines 0-11 are qs and line 12 is qh.
 #pragma once
 
 #include <array>
@@ -32,8 +33,8 @@ constexpr int Tq1Element(int l, int n, int p) {
 
 // The layout does not keep the file's byte values: the loader recodes each byte (Tq1Codec) so
 // that digit 4 is a function of the byte's low 7 bits. vpermi2b indexes 128 entries with those
-// bits, so digit 4 costs one lookup instead of a 256-entry lookup's two plus a blend (the 7-bit
-// lookup of the 256-entry table for digits 0-3 still needs both halves). It works because 243
+// bits, so digit 4 costs one lookup instead of a 256-entry lookup's two plus a blend (digits 0-3
+// still take the 256-entry lookup: no code lets four digits depend on 7 bits). It works because 243
 // digit tuples fit in 128 pairs of bytes (b, b | 0x80) that share digit 4: each of the three
 // digit-4 classes has 81 tuples, 40 pairs and a single, 123 pairs in all.
 //

@@ -4,15 +4,16 @@
 //
 // Why: repacking TQ1_0 (1.6875 bits per weight) to TQ2_0 (2.0625) costs 22 % more resident
 // memory and 22 % more bytes read per decoded token. Decoding base-3 bytes costs more instructions
-// than TQ2_0's masks, but decode is bound by memory, not by these instructions.
+// than TQ2_0's masks; decode is then bound by memory and these instructions at once.
 //
-// Decode of a 64-byte line (16 rows x 4 bytes): two vpermi2b lookups per 128-entry half of a
-// 256-entry table plus a blend on the byte's top bit turn every byte into the TQ2_0 code-byte
-// form of its digits 0..3 (digit n at bits 2n); a second table gives digit 4. The code byte is
-// then used exactly like a TQ2_0 line: under the masks 0x03, 0x0C, 0x30, 0xC0, one vpdpbusd per
-// digit against the broadcast 4 activation bytes of the matching elements, one accumulator per
-// digit position with the 4^n scale shifted out once per block (exact). Per 64 bytes (320
-// weights): 5 table operations, 4 ANDs and 5 vpdpbusd per token, no horizontal reductions.
+// Decode of a 64-byte line (16 rows x 4 recoded bytes, Tq1Codec): two vpermi2b lookups, one per
+// 128-entry half of a 256-entry table, plus a blend on the byte's top bit turn every byte into
+// the TQ2_0 code-byte form of its digits 0..3 (digit n at bits 2n); one more vpermi2b on the low 7
+// bits gives digit 4. The code byte is then used exactly like a TQ2_0 line: under the masks 0x03,
+// 0x0C, 0x30, 0xC0, one vpdpbusd per digit against the broadcast 4 activation bytes of the
+// matching elements, one accumulator per digit position with the 4^n scale shifted out once per
+// block (exact). Per 64 bytes (320 weights): 3 lookups, 1 blend, 4 ANDs and 5 vpdpbusd per
+// token, no horizontal reductions.
 // Integer sums are exact, and the float combination per block is the reference's
 // (acc += sumi * (d_w * d_a)), 16 rows wide: bit-identical to GemmRef.
 #include <immintrin.h>
