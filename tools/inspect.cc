@@ -153,10 +153,11 @@ int RunInspect(int argc, char** argv) {
     std::printf("cpu:    %s\n", kernels::GetCpuFeatures().ToString().c_str());
     std::printf("isa:    %s (%s)\n", kernels::IsaName(model->isa()),
                 std::getenv("TRINE_ISA") ? "forced by TRINE_ISA" : "best level this CPU and build support");
-    std::printf("ternary weights are repacked to TQ2_0 blocks; activations are quantized per weight type\n"
-                "(Q8_K for ternary/K-quants, Q8_0 for Q4_0/Q8_0, fp16 for F16) as llama.cpp does.\n\n");
+    std::printf("in brackets: what the kernel reads (the file's mapped rows, a copy, a 16-row interleave, a\n"
+                "repack or requantization made at load); activations are quantized per weight type (Q8_K for\n"
+                "ternary/K-quants, Q8_0 for Q4_0/Q8_0, fp16 for F16) as llama.cpp does.\n\n");
     for (const auto& b : model->bindings()) {
-      std::printf("  %-32s %s%s\n", b.tensor.c_str(), b.kernel.c_str(), b.repacked ? " [repacked]" : "");
+      std::printf("  %-32s %s [%s]\n", b.tensor.c_str(), b.kernel.c_str(), b.layout.c_str());
     }
     return kExitOk;
   }

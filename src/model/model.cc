@@ -99,6 +99,18 @@ bool Model::has_streamed_layers() const {
   return false;
 }
 
+namespace {
+
+// KernelBinding::layout of a kernel view made from a file tensor of type file_type; `how` says
+// how a different type was made ("repacked", "requantized").
+std::string LayoutName(TypeId file_type, const kernels::WeightView& w, bool copied, const char* how) {
+  std::string s = w.type != file_type ? std::string(how) + " from " + TypeName(file_type) : copied ? "copied" : "mapped";
+  if (w.interleave == 16) s = w.type != file_type ? s + ", 16-row interleave" : "16-row interleave";
+  return s;
+}
+
+}  // namespace
+
 bool Model::ReadsX16(TypeId type, int64_t cols, kernels::TernaryVariant variant) const {
   const int64_t elems = kernels::X16BlockElems(type);
   return kernels::WantsX16(type, isa_, variant) && elems > 0 && cols % elems == 0;
@@ -139,17 +151,13 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
   if (streamed) {
     // The streamer repacks after each read and delivers plain rows (no x16 interleave: the
     // kernels read either layout, and a streamed layer is bound by the disk, not the kernel).
-    if (NeedsRepack(*w)) {
-      *w = Tq2Shape(*w);
-      b.repacked = true;
-    }
+    if (NeedsRepack(*w)) *w = Tq2Shape(*w);
   } else {
-    TRINE_RETURN_IF_ERROR(MakeKernelLayout(name, variant, w, &b.repacked));
+    bool copied = false;
+    TRINE_RETURN_IF_ERROR(MakeKernelLayout(name, variant, w, &copied));
   }
-  std::string kname;
-  w->gemm = kernels::SelectGemm(w->type, isa_, variant, &kname);
-  if (w->interleave == 16) kname += ", 16-row interleave";
-  b.kernel = b.repacked ? std::string(TypeName(file_type)) + " -> " + kname : kname;
+  w->gemm = kernels::SelectGemm(w->type, isa_, variant, &b.kernel);
+  b.layout = LayoutName(file_type, *w, false, "repacked");
   bindings_.push_back(std::move(b));
   views_.emplace_back(name, w);
   return Status::Ok();
@@ -321,10 +329,7 @@ Status Model::CopyFileHead() {
     output_file_ = x16;
     output_ = x16;
     for (auto& b : bindings_) {
-      if (b.tensor == name) {
-        b.kernel += ", 16-row interleave";
-        b.repacked = true;
-      }
+      if (b.tensor == name) b.layout = LayoutName(x16.type, x16, true, "");
     }
     return Status::Ok();
   }
@@ -342,6 +347,9 @@ Status Model::CopyFileHead() {
   output_file_.data = copy.data();
   output_.data = copy.data();
   head_copy_ = std::move(copy);
+  for (auto& b : bindings_) {
+    if (b.tensor == name) b.layout = LayoutName(output_.type, output_, true, "");
+  }
   return Status::Ok();
 }
 
@@ -420,12 +428,11 @@ Status Model::SetOutputType(TypeId type) {
   std::string kname;
   output_.f32_activations = false;
   output_.gemm = kernels::SelectGemm(output_.type, isa_, variant_, &kname);
-  if (output_.interleave == 16) kname += ", 16-row interleave";
   for (auto& b : bindings_) {
     if (b.tensor == name) {
-      b.kernel = type == output_file_.type ? kname
-                                           : std::string(TypeName(output_file_.type)) + " -> " + kname +
-                                                 " (requantized at load)";
+      b.kernel = kname;
+      b.layout = LayoutName(output_file_.type, output_, !head_copy_.empty() && output_.data == head_copy_.data(),
+                            "requantized");
     }
   }
   if (f32_act) TRINE_RETURN_IF_ERROR(SetF32Activations(name, true));

@@ -101,7 +101,9 @@ struct ModelLoadOptions {
 struct KernelBinding {
   std::string tensor;
   std::string kernel;  // e.g. "tq2_0: ternary x q8_K int8 dot (avx512)"
-  bool repacked = false;
+  // What the kernel reads, against the file's bytes: "mapped", "copied" (the head on huge
+  // pages), "16-row interleave", "repacked from tq1_0", "requantized from q6_K, 16-row interleave".
+  std::string layout = "mapped";
 };
 
 class Model {

@@ -1,0 +1,78 @@
+// What `trine inspect --kernels` reports in brackets for each weight matrix (KernelBinding::layout):
+// the form the kernel reads, against the file's bytes. Expected values follow from the ISA level
+// the model picked: a 16-row interleave where the AVX-512 kernels read one, a TQ2_0 repack where
+// TQ1_0 is not read in place, the mapped rows otherwise; a requantized head names its source type.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/test_util.h"
+#include "repack.h"
+#include "model/model.h"
+#include "tensor/dtype.h"
+
+namespace trine {
+namespace {
+
+std::unique_ptr<Model> LoadModel(const char* file) {
+  std::unique_ptr<Model> model;
+  const Status st = Model::Load(testing::ModelPath(file), ModelLoadOptions(), &model);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return model;
+}
+
+// The layout the loader gives a block matrix of `file` at the model's ISA level.
+std::string ExpectedBlockLayout(const Model& m, const GgufTensorInfo& t) {
+  const int64_t elems = kernels::X16BlockElems(t.type);
+  const bool x16_in_place = kernels::WantsX16(t.type, m.isa(), kernels::TernaryVariant::kDefault) && elems > 0 &&
+                            t.ne[0] % elems == 0;
+  if (t.type == TypeId::kTQ1_0 && !x16_in_place) {
+    const bool tq2_x16 = kernels::WantsX16(TypeId::kTQ2_0, m.isa(), kernels::TernaryVariant::kDefault) &&
+                         t.ne[0] % kernels::X16BlockElems(TypeId::kTQ2_0) == 0;
+    return std::string("repacked from tq1_0") + (tq2_x16 ? ", 16-row interleave" : "");
+  }
+  return x16_in_place ? "16-row interleave" : "mapped";
+}
+
+TEST(KernelLayout, BlockMatricesNameTheirLayout) {
+  for (const char* file : {"tiny-tern-tq1_0-e8.gguf", "tiny-tern-q4_0.gguf", "tiny-tern-q8_0.gguf"}) {
+    SCOPED_TRACE(file);
+    std::unique_ptr<Model> model = LoadModel(file);
+    ASSERT_NE(model, nullptr);
+    int checked = 0;
+    for (const KernelBinding& b : model->bindings()) {
+      if (b.tensor.rfind("blk.", 0) != 0) continue;
+      const GgufTensorInfo* t = model->file().FindTensor(b.tensor);
+      ASSERT_NE(t, nullptr) << b.tensor;
+      EXPECT_EQ(b.layout, ExpectedBlockLayout(*model, *t)) << b.tensor << " (" << TypeName(t->type) << ")";
+      ++checked;
+    }
+    EXPECT_GT(checked, 0);
+  }
+}
+
+TEST(KernelLayout, RequantizedHeadNamesItsSourceType) {
+  std::unique_ptr<Model> model = LoadModel("tiny-tern-tq2_0.gguf");
+  ASSERT_NE(model, nullptr);
+  const std::string head = model->config().tied_output ? "token_embd.weight" : "output.weight";
+  auto layout = [&]() {
+    for (const KernelBinding& b : model->bindings()) {
+      if (b.tensor == head) return b.layout;
+    }
+    return std::string("(no binding)");
+  };
+  const std::string file_layout = layout();
+  const std::string file_type = TypeName(model->output_file_type());
+  // The file's head is read in the kernel's interleave, or as a copy / the mapped rows.
+  EXPECT_TRUE(file_layout == "16-row interleave" || file_layout == "copied" || file_layout == "mapped")
+      << file_layout;
+  ASSERT_TRUE(model->SetOutputType(TypeId::kQ8_0).ok());
+  const std::string want = "requantized from " + file_type +
+                           (model->output().interleave == 16 ? ", 16-row interleave" : "");
+  EXPECT_EQ(layout(), want);
+  ASSERT_TRUE(model->SetOutputType(model->output_file_type()).ok());
+  EXPECT_EQ(layout(), file_layout);
+}
+
+}  // namespace
+}  // namespace trine
