@@ -55,7 +55,7 @@ inline __m512i ReduceRows16(const __m512i* v) {
 // accumulator is a multiple of 4^n, and |sum| < 2^31 with 64 products of <= 192 * 128 per lane).
 // No shifts or horizontal reductions per line: 4 ANDs and 4 vpdpbusd per 64 bytes of weights.
 template <int T>
-inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i s[T]) {
+inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], const LinePrefetch& pf, __m512i s[T]) {
   constexpr int kSets = T == 1 ? 2 : 1;  // two accumulator sets hide vpdpbusd latency at T = 1
   const __m512i m[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C), _mm512_set1_epi8(0x30),
                         _mm512_set1_epi8(static_cast<char>(0xC0))};
@@ -68,6 +68,7 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i 
   // Fully unrolled so that every accumulator index is a constant and stays in a register.
 #pragma GCC unroll 16
   for (int k = 0; k < 16; ++k) {
+    pf.Line(k);
     const __m512i q = _mm512_load_si512(codes + 64 * k);
     const int off = 128 * (k / 8) + 4 * (k % 8);
     const int u = kSets == 2 ? (k & 1) : 0;
@@ -90,11 +91,10 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], __m512i 
   }
 }
 
-// Distance of the L1 prefetch stream ahead of the block being read (TernaryX16Group). With it,
-// issued before the next group's L2 prefetch, the kernel reads a 1 GB matrix at 14.2-14.8 GB/s
-// instead of 12.6-12.8 (--membw: 15.7-16); with the far stream first, or the near one alone, it
-// was slower (kernels/README.md).
-constexpr size_t kNearPrefetch = 8192;
+// Distance of the L1 prefetch stream ahead of the block being read (TernaryX16Group, LinePrefetch).
+// 4 KB against 8 KB, decode in the model, alternating: llama-1b TQ2_0 (8 KB groups) 28.8-31.2 vs
+// 27.9-29.0 tok/s at 1 thread, bitnet-2b TQ2_0 within noise (kernels/README.md).
+constexpr size_t kNearPrefetch = 4096;
 
 // Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group).
 void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
@@ -108,10 +108,10 @@ void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
       TernaryX16Group<T>(gp, next, nb, 1024, kNearPrefetch, t0, sums,
-                         [&](const uint8_t* lines, int64_t b, __m512i* s) {
+                         [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq2X16Block<T>(lines, a, s);
+                           Tq2X16Block<T>(lines, a, pf, s);
                          },
                          out);
     });

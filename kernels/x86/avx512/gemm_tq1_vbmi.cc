@@ -40,7 +40,7 @@ inline __m512i Broadcast4(const int8_t* a) {
 // the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
 template <int T>
 inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __m512i d4_tb[2],
-                        const int8_t* const a[T], __m512i s[T]) {
+                        const int8_t* const a[T], const LinePrefetch& pf, __m512i s[T]) {
   // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
   // per line, enough independent chains to hide its latency without a second set at T = 1.
   const __m512i m[4] = {_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C), _mm512_set1_epi8(0x30),
@@ -52,6 +52,7 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
   // Fully unrolled: the activation offsets are constants and the accumulators stay in registers.
 #pragma GCC unroll 13
   for (int l = 0; l < kTq1Lines; ++l) {
+    pf.Line(l);
     const __m512i q = _mm512_load_si512(lines + 64 * l);
     const __mmask64 top = _mm512_movepi8_mask(q);
     const __m512i c = Lookup256(codes_tb, q, top);
@@ -80,9 +81,9 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
 }  // namespace
 
 // Distance of the L1 prefetch stream ahead of the block being read, as in the TQ2_0 x16 kernel.
-// On 4 KiB pages it measured within noise; with the weights on huge pages it reads a 1 GB matrix
-// at 12.2-12.7 GB/s instead of 10.7-11.0 (2-4 KB: 11.7-12.2, 12 KB: 10.3-10.5; kernels/README.md).
-constexpr size_t kTq1NearPrefetch = 8192;
+// 4 KB against 8 KB with the prefetches a line at a time (LinePrefetch), bitnet-2b TQ1_0 decode,
+// alternating: 83-84 % vs 80-81 % of --membw at 1 thread, 82-91 % vs 75-78 % at 2.
+constexpr size_t kTq1NearPrefetch = 4096;
 
 // Ternary x Q8_K on the TQ1_0 x16 layout (the caller checks the layout), any token count (up to 4
 // tokens per pass over a group).
@@ -99,10 +100,10 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
       TernaryX16Group<T>(gp, next, nb, 64 * kTq1Lines, kTq1NearPrefetch, t0, sums,
-                         [&](const uint8_t* lines, int64_t b, __m512i* s) {
+                         [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, s);
+                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, pf, s);
                          },
                          out);
     });

@@ -490,11 +490,12 @@ inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
   for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
   for (int64_t b = 0; b < nb; ++b) {
     const __m512i* L = reinterpret_cast<const __m512i*>(codes + static_cast<size_t>(b) * kLines * 64);
-    // Near stream into L1 first (two blocks ahead), then the next group's block into L2 (Q4KX16Group).
-    for (size_t o = 0; o < kLines * 64; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(L) + 2 * kLines * 64 + o, _MM_HINT_T0);
-    }
-    PrefetchNext(next + scale_bytes + static_cast<size_t>(b) * kLines * 64, kLines * 64);
+    // This stream two blocks ahead into L1 and the next group's block into L2, a line at a time
+    // (LinePrefetch): the scale lines here, three lines per quad below.
+    LinePrefetch pf;
+    pf.near = reinterpret_cast<const uint8_t*>(L) + 2 * kLines * 64;
+    pf.far = next + scale_bytes + static_cast<size_t>(b) * kLines * 64;
+    for (int k = 48; k < kLines; ++k) pf.Line(k);
     __m512i sumi[T];
     for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -508,6 +509,7 @@ inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
 #pragma GCC unroll 4
         for (int mm = 0; mm < 4; ++mm) {
           const int m = 4 * mh + mm;
+          for (int k = 0; k < 3; ++k) pf.Line(3 * (8 * h + m) + k);
           const __m512i A = _mm512_load_si512(L + 16 * h + m), B = _mm512_load_si512(L + 16 * h + 8 + m);
           const __m512i H = _mm512_load_si512(L + 32 + 8 * h + m);
           // (x & 0x0F) | (y & 0x30): select by the 0x0F mask (0xCA: a ? b : c), then clear bits 6-7.
@@ -615,12 +617,12 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* L = codes + static_cast<size_t>(b) * kLines * 64;
     // And into L1 two blocks (4.6 KB) ahead in the same stream: on a matrix larger than the caches
-    // that lifted this kernel from ~78 % to ~98 % of the streaming bandwidth (kernels/README.md;
-    // the same prefetch made the TQ2_0 and Q6_K kernels slower). Past the end it is a no-op.
-    for (size_t o = 0; o < kLines * 64; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(L + 2 * kLines * 64 + o), _MM_HINT_T0);
-    }
-    PrefetchNext(next + scale_bytes + static_cast<size_t>(b) * kLines * 64, kLines * 64);
+    // that lifted this kernel from ~78 % to ~98 % of the streaming bandwidth (kernels/README.md).
+    // Past the end it is a no-op. A line at a time (LinePrefetch): lines 0-3 here, the rest below.
+    LinePrefetch pf;
+    pf.near = L + 2 * kLines * 64;
+    pf.far = next + scale_bytes + static_cast<size_t>(b) * kLines * 64;
+    for (int k = 0; k < 4; ++k) pf.Line(k);
     // Scales and mins: byte k of sc03 / sc47 / m03 / m47 belongs to sub-block k / 4 + k.
     const __m512i u0 = _mm512_load_si512(L + 64), u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
     const __m512i sc03 = _mm512_and_si512(u0, m3f), m03 = _mm512_and_si512(u1, m3f);
@@ -635,6 +637,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
       for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
+        pf.Line(4 + 8 * j + k);
         const __m512i q = _mm512_load_si512(L + 64 * (4 + 8 * j + k));
         const __m512i ql = _mm512_and_si512(q, m0f), qh = _mm512_and_si512(q, mf0);
 #pragma GCC unroll 4
