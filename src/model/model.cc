@@ -158,6 +158,7 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
   }
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &b.kernel);
   b.layout = LayoutName(file_type, *w, false, "repacked");
+  if (streamed) b.layout = "streamed from disk" + (w->type != file_type ? ", " + b.layout : std::string());
   bindings_.push_back(std::move(b));
   views_.emplace_back(name, w);
   return Status::Ok();
@@ -217,6 +218,7 @@ Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
   if (p == Placement::kStreamed && old != Placement::kStreamed) DetachLayer(layer);
   placements_[static_cast<size_t>(layer)] = p;
   if (old != p) ++placement_epoch_;
+  if ((old == Placement::kStreamed) != (p == Placement::kStreamed)) UpdateLayerLayouts(layer);
   if (p == Placement::kStreamed) return Status::Ok();
   const LayerWeights& L = layers_[static_cast<size_t>(layer)];
   const auto views = L.Matrices();
@@ -238,6 +240,20 @@ Status Model::SetLayerPlacement(int layer, Placement p, bool try_mlock) {
     }
   }
   return Status::Ok();
+}
+
+void Model::UpdateLayerLayouts(int layer) {
+  const bool streamed = placements_[static_cast<size_t>(layer)] == Placement::kStreamed;
+  const auto views = layers_[static_cast<size_t>(layer)].Matrices();
+  const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
+  for (size_t i = 0; i < sms.size() && i < views.size(); ++i) {
+    const TypeId file_type = sms[i].file_view.type;
+    std::string layout = LayoutName(file_type, *views[i], false, "repacked");
+    if (streamed) layout = "streamed from disk" + (sms[i].repack ? ", repacked from " + std::string(TypeName(file_type)) : "");
+    for (auto& b : bindings_) {
+      if (b.tensor == sms[i].name) b.layout = layout;
+    }
+  }
 }
 
 Status Model::SetF32Activations(const std::string& tensor, bool on) {

@@ -202,6 +202,8 @@ class Model {
   uint64_t placement_epoch_ = 0;
   int mlock_ok_ = 0, mlock_failed_ = 0;
 
+  // Refreshes KernelBinding::layout of a layer's matrices after a placement change.
+  void UpdateLayerLayouts(int layer);
   Status BindKernel(const std::string& name, kernels::WeightView* w, kernels::TernaryVariant variant, bool streamed);
   // True when the kernel bound for `type` (rows of `cols` values) reads the x16 interleave: the
   // ISA's kernel wants it and the rows are whole x16 blocks.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "repack.h"
@@ -49,6 +50,24 @@ TEST(KernelLayout, BlockMatricesNameTheirLayout) {
     }
     EXPECT_GT(checked, 0);
   }
+}
+
+TEST(KernelLayout, StreamedLayerSaysSoAndComesBack) {
+  std::unique_ptr<Model> model = LoadModel("tiny-tern-tq1_0-e8.gguf");
+  ASSERT_NE(model, nullptr);
+  auto layouts = [&]() {
+    std::vector<std::string> v;
+    for (const KernelBinding& b : model->bindings()) {
+      if (b.tensor.rfind("blk.0.", 0) == 0) v.push_back(b.layout);
+    }
+    return v;
+  };
+  const std::vector<std::string> resident = layouts();
+  ASSERT_FALSE(resident.empty());
+  ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kStreamed, false).ok());
+  for (const std::string& l : layouts()) EXPECT_EQ(l, "streamed from disk, repacked from tq1_0");
+  ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kResident, false).ok());
+  EXPECT_EQ(layouts(), resident);
 }
 
 TEST(KernelLayout, RequantizedHeadNamesItsSourceType) {
