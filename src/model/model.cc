@@ -101,10 +101,15 @@ bool Model::has_streamed_layers() const {
 
 namespace {
 
+// Where a kernel view's bytes come from, for KernelBinding::layout.
+enum LayoutSource { kMapped, kCopied, kStreamed };
+
 // KernelBinding::layout of a kernel view made from a file tensor of type file_type; `how` says
 // how a different type was made ("repacked", "requantized").
-std::string LayoutName(TypeId file_type, const kernels::WeightView& w, bool copied, const char* how) {
-  std::string s = w.type != file_type ? std::string(how) + " from " + TypeName(file_type) : copied ? "copied" : "mapped";
+std::string LayoutName(TypeId file_type, const kernels::WeightView& w, LayoutSource source, const char* how) {
+  const std::string made = std::string(how) + " from " + TypeName(file_type);
+  if (source == kStreamed) return "streamed from disk" + (w.type != file_type ? ", " + made : std::string());
+  std::string s = w.type != file_type ? made : source == kCopied ? "copied" : "mapped";
   if (w.interleave == 16) s = w.type != file_type ? s + ", 16-row interleave" : "16-row interleave";
   return s;
 }
@@ -116,16 +121,15 @@ bool Model::ReadsX16(TypeId type, int64_t cols, kernels::TernaryVariant variant)
   return kernels::WantsX16(type, isa_, variant) && elems > 0 && cols % elems == 0;
 }
 
-Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
-                               bool* copied) {
+Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w) {
   const GgufTensorInfo* t = file_->FindTensor(name);
   PageBuffer storage;
-  *copied = false;
+  bool copied = false;
   auto wants_x16 = [&](const kernels::WeightView& v) { return ReadsX16(v.type, v.cols, variant); };
   // TQ1_0 read in place (AVX-512 VBMI) needs no TQ2_0 step; anywhere else it is repacked.
   if (NeedsRepack(*w) && !wants_x16(*w)) {
     TRINE_RETURN_IF_ERROR(kernels::RepackToTq2(*w, &storage, w));
-    *copied = true;
+    copied = true;
   }
   if (wants_x16(*w) && !defer_head_layout_) {
     // The AVX-512 kernels' 16-row interleave (TQ1_0, TQ2_0, Q4_0, Q4_K); it replaces a TQ1_0 / I2_S repack.
@@ -134,9 +138,9 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
     PageBuffer interleaved = load_arena_ != nullptr ? load_arena_->Allocate(kernels::X16Bytes(*w)) : PageBuffer();
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
     storage = std::move(interleaved);
-    *copied = true;
+    copied = true;
   }
-  if (!*copied) return Status::Ok();
+  if (!copied) return Status::Ok();
   repacked_[name] = std::move(storage);  // moving a buffer keeps its pages: w->data stays valid
   // The kernels read the copy only: drop the file pages the copy faulted in from the resident set.
   if (t != nullptr && file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
@@ -153,12 +157,10 @@ Status Model::BindKernel(const std::string& name, kernels::WeightView* w, kernel
     // kernels read either layout, and a streamed layer is bound by the disk, not the kernel).
     if (NeedsRepack(*w)) *w = Tq2Shape(*w);
   } else {
-    bool copied = false;
-    TRINE_RETURN_IF_ERROR(MakeKernelLayout(name, variant, w, &copied));
+    TRINE_RETURN_IF_ERROR(MakeKernelLayout(name, variant, w));
   }
   w->gemm = kernels::SelectGemm(w->type, isa_, variant, &b.kernel);
-  b.layout = LayoutName(file_type, *w, false, "repacked");
-  if (streamed) b.layout = "streamed from disk" + (w->type != file_type ? ", " + b.layout : std::string());
+  b.layout = LayoutName(file_type, *w, streamed ? kStreamed : kMapped, "repacked");
   bindings_.push_back(std::move(b));
   views_.emplace_back(name, w);
   return Status::Ok();
@@ -180,8 +182,7 @@ Status Model::AttachLayer(int layer) {
     if (t == nullptr) return Status(StatusCode::kInternal, "attach: no tensor " + sm.name);
     kernels::WeightView v = sm.file_view;
     v.data = t->data;
-    bool copied = false;
-    TRINE_RETURN_IF_ERROR(MakeKernelLayout(sm.name, variant_, &v, &copied));
+    TRINE_RETURN_IF_ERROR(MakeKernelLayout(sm.name, variant_, &v));
     *views[i] = WithKernel(*views[i], v);
   }
   return Status::Ok();
@@ -247,9 +248,7 @@ void Model::UpdateLayerLayouts(int layer) {
   const auto views = layers_[static_cast<size_t>(layer)].Matrices();
   const std::vector<StreamMatrix>& sms = stream_matrices_[static_cast<size_t>(layer)];
   for (size_t i = 0; i < sms.size() && i < views.size(); ++i) {
-    const TypeId file_type = sms[i].file_view.type;
-    std::string layout = LayoutName(file_type, *views[i], false, "repacked");
-    if (streamed) layout = "streamed from disk" + (sms[i].repack ? ", repacked from " + std::string(TypeName(file_type)) : "");
+    const std::string layout = LayoutName(sms[i].file_view.type, *views[i], streamed ? kStreamed : kMapped, "repacked");
     for (auto& b : bindings_) {
       if (b.tensor == sms[i].name) b.layout = layout;
     }
@@ -345,7 +344,7 @@ Status Model::CopyFileHead() {
     output_file_ = x16;
     output_ = x16;
     for (auto& b : bindings_) {
-      if (b.tensor == name) b.layout = LayoutName(x16.type, x16, true, "");
+      if (b.tensor == name) b.layout = LayoutName(x16.type, x16, kCopied, "");
     }
     return Status::Ok();
   }
@@ -364,7 +363,7 @@ Status Model::CopyFileHead() {
   output_.data = copy.data();
   head_copy_ = std::move(copy);
   for (auto& b : bindings_) {
-    if (b.tensor == name) b.layout = LayoutName(output_.type, output_, true, "");
+    if (b.tensor == name) b.layout = LayoutName(output_.type, output_, kCopied, "");
   }
   return Status::Ok();
 }
@@ -447,8 +446,8 @@ Status Model::SetOutputType(TypeId type) {
   for (auto& b : bindings_) {
     if (b.tensor == name) {
       b.kernel = kname;
-      b.layout = LayoutName(output_file_.type, output_, !head_copy_.empty() && output_.data == head_copy_.data(),
-                            "requantized");
+      b.layout = LayoutName(output_file_.type, output_,
+                            !head_copy_.empty() && output_.data == head_copy_.data() ? kCopied : kMapped, "requantized");
     }
   }
   if (f32_act) TRINE_RETURN_IF_ERROR(SetF32Activations(name, true));

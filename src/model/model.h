@@ -210,10 +210,8 @@ class Model {
   bool ReadsX16(TypeId type, int64_t cols, kernels::TernaryVariant variant) const;
   // Turns the file view *w of tensor `name` into the layout its kernel reads best (I2_S, and TQ1_0
   // without AVX-512 VBMI, repacked to TQ2_0; the AVX-512 x16 interleave, TQ1_0 as it is); a copy
-  // is owned in repacked_[name] (*copied)
-  // and the file's pages are released.
-  Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w,
-                          bool* copied);
+  // is owned in repacked_[name] and the file's pages are released.
+  Status MakeKernelLayout(const std::string& name, kernels::TernaryVariant variant, kernels::WeightView* w);
   // At the end of Load: when the file's head is in use and read from the file, copies it and
   // releases its mapped pages (the head is a third of a ternary model's decode bytes). Where its
   // kernel reads the x16 layout (Q6_K on AVX-512) the copy is that layout, always; otherwise a
