@@ -481,20 +481,14 @@ template <int T>
 inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
                        int t0, __m512 out[T]) {
   constexpr int kLines = 52;
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const uint8_t* codes = g + scale_bytes;
   const __m512i m0f = _mm512_set1_epi8(0x0F), m3f = _mm512_set1_epi8(0x3F);
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m512i* L = reinterpret_cast<const __m512i*>(codes + static_cast<size_t>(b) * kLines * 64);
-    // This stream two blocks ahead into L1 and the next group's block into L2, a line at a time
-    // (LinePrefetch): the scale lines here, three lines per quad below.
-    LinePrefetch pf;
-    pf.near = reinterpret_cast<const uint8_t*>(L) + 2 * kLines * 64;
-    pf.far = next + scale_bytes + static_cast<size_t>(b) * kLines * 64;
+  // The near stream two blocks ahead (Q4KX16Group); the scale lines' prefetches here, three
+  // lines' per quad below.
+  ForX16Blocks(g, next, nb, kLines * 64, 2 * kLines * 64, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
+    const __m512i* L = reinterpret_cast<const __m512i*>(lines);
     for (int k = 48; k < kLines; ++k) pf.Line(k);
     __m512i sumi[T];
     for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
@@ -548,7 +542,7 @@ inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
       out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(act[t][b].d)),
                                                    _mm512_cvtepi32_ps(sumi[t])));
     }
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -606,22 +600,15 @@ template <int T>
 inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
                         int t0, __m512 out[T]) {
   constexpr int kLines = 36;
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const uint8_t* codes = g + scale_bytes;
   const __m512i m0f = _mm512_set1_epi8(0x0F), mf0 = _mm512_set1_epi8(static_cast<char>(0xF0));
   const __m512i m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30), mff = _mm512_set1_epi32(0xFF);
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* L = codes + static_cast<size_t>(b) * kLines * 64;
-    // And into L1 two blocks (4.6 KB) ahead in the same stream: on a matrix larger than the caches
-    // that lifted this kernel from ~78 % to ~98 % of the streaming bandwidth (kernels/README.md).
-    // Past the end it is a no-op. A line at a time (LinePrefetch): lines 0-3 here, the rest below.
-    LinePrefetch pf;
-    pf.near = L + 2 * kLines * 64;
-    pf.far = next + scale_bytes + static_cast<size_t>(b) * kLines * 64;
+  // The near stream two blocks (4.6 KB) ahead: on a matrix larger than the caches that lifted
+  // this kernel from ~78 % to ~98 % of the streaming bandwidth (kernels/README.md). Lines 0-3's
+  // prefetches here, the rest below.
+  ForX16Blocks(g, next, nb, kLines * 64, 2 * kLines * 64, [&](int64_t b, const uint8_t* L, const LinePrefetch& pf) {
     for (int k = 0; k < 4; ++k) pf.Line(k);
     // Scales and mins: byte k of sc03 / sc47 / m03 / m47 belongs to sub-block k / 4 + k.
     const __m512i u0 = _mm512_load_si512(L + 64), u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
@@ -677,7 +664,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
       out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[t])),
                                                    _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t]))));
     }
-  }
+  });
 }
 
 // The K-quant x16 layouts (Q4_K, Q6_K) below kTokenLaneMin tokens: up to 4 tokens per pass over a

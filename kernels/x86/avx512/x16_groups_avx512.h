@@ -80,24 +80,34 @@ struct LinePrefetch {
   }
 };
 
-// One ternary x16 group (TQ2_0, TQ1_0) against tokens t0 .. t0 + T - 1: per block b,
-// block(lines, b, pf, s) leaves in s[t] lane i the sum of code * activation for row i (codes
-// t + 1), calling pf.Line(k) before it loads line k, and the reference's float combination
-// follows 16 rows wide: acc += (s - block activation sum) * (d_w * d_a). The group is one linear
-// stream: the next group's scale header is prefetched first, then each block step prefetches a
-// line at a time (LinePrefetch).
-template <int T, typename BlockFn>
-inline void TernaryX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, size_t block_bytes,
-                            size_t near_prefetch, int t0, const ActSums& sums, BlockFn&& block, __m512 out[T]) {
+// The block walk of one x16 group, shared by the group kernels (TernaryX16Group, Q4_K and Q6_K):
+// the next group's scale header is prefetched into L2 first, then block(b, lines, pf) runs for
+// each block b with its code lines and their LinePrefetch: `near_prefetch` bytes ahead in this
+// stream (0: none) and the next group's block b. The group is one linear stream.
+template <typename BlockFn>
+inline void ForX16Blocks(const uint8_t* g, const uint8_t* next, int64_t nb, size_t block_bytes, size_t near_prefetch,
+                         BlockFn&& block) {
   const size_t scale_bytes = X16ScaleBytes(nb);
   const uint8_t* codes = g + scale_bytes;
-  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
   for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* lines = codes + static_cast<size_t>(b) * block_bytes;
     LinePrefetch pf;
     pf.near = near_prefetch != 0 ? lines + near_prefetch : nullptr;
     pf.far = next + scale_bytes + static_cast<size_t>(b) * block_bytes;
+    block(b, lines, pf);
+  }
+}
+
+// One ternary x16 group (TQ2_0, TQ1_0) against tokens t0 .. t0 + T - 1: per block b,
+// block(lines, b, pf, s) leaves in s[t] lane i the sum of code * activation for row i (codes
+// t + 1), calling pf.Line(k) before it loads line k, and the reference's float combination
+// follows 16 rows wide: acc += (s - block activation sum) * (d_w * d_a).
+template <int T, typename BlockFn>
+inline void TernaryX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, size_t block_bytes,
+                            size_t near_prefetch, int t0, const ActSums& sums, BlockFn&& block, __m512 out[T]) {
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  ForX16Blocks(g, next, nb, block_bytes, near_prefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
     __m512i s[T];
     block(lines, b, pf, s);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
@@ -107,7 +117,7 @@ inline void TernaryX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, s
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sums.d[k]));
       out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), d));
     }
-  }
+  });
 }
 
 }  // namespace trine::kernels
