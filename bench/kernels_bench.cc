@@ -14,6 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <utility>
 #include <memory>
 #include <random>
 #include <string>
@@ -199,6 +200,53 @@ void BM_QuantizeAct(benchmark::State& state, Isa isa, int kind, int64_t n) {
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
+// One query head attending over n_kv cached positions (KernelTable-independent: SelectAttn(isa),
+// the kernel AttentionOverCache calls per head), head_dim 128 as in both reference models, the
+// head inside a row of 5 KV heads (BitNet 2B's K/V width). Counter: GB/s of K and V bytes read.
+void BM_Attn(benchmark::State& state, Isa isa, trine::kernels::KvRowType kt, trine::kernels::KvRowType vt,
+             int n_kv) {
+  using trine::kernels::KvRowType;
+  constexpr int kHd = 128, kHeads = 5;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(kHd) * kHeads);
+  auto fill = [&](KvRowType t, float spread, std::vector<uint8_t>* bytes) {
+    const size_t stride = trine::kernels::KvRowBytes(t, kHd * kHeads);
+    bytes->assign(stride * static_cast<size_t>(n_kv), 0);
+    for (int p = 0; p < n_kv; ++p) {
+      for (float& f : row) f = nd(rng) * spread;
+      uint8_t* dst = bytes->data() + static_cast<size_t>(p) * stride;
+      if (t == KvRowType::kQ8_0) {
+        trine::QuantizeRowQ8_0(row.data(), dst, kHd * kHeads);
+      } else if (t == KvRowType::kQ4_0) {
+        trine::QuantizeRowQ4_0(row.data(), dst, kHd * kHeads);
+      } else {
+        trine::QuantizeRowF16(row.data(), dst, kHd * kHeads);
+      }
+    }
+    return stride;
+  };
+  std::vector<uint8_t> kb, vb;
+  trine::kernels::KvHead k, v;
+  k.type = kt;
+  k.stride = fill(kt, 2.0f, &kb);
+  k.data = kb.data();
+  v.type = vt;
+  v.stride = fill(vt, 1.0f, &vb);
+  v.data = vb.data();
+  std::vector<float> q(kHd), out(kHd);
+  for (float& f : q) f = nd(rng);
+  const trine::kernels::AttnFn fn = trine::kernels::SelectAttn(isa);
+  for (auto _ : state) {
+    fn(q.data(), k, v, n_kv, kHd, 0.088f, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double bytes = static_cast<double>(trine::kernels::KvRowBytes(kt, kHd) + trine::kernels::KvRowBytes(vt, kHd)) *
+                       n_kv * static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,6 +262,26 @@ int main(int argc, char** argv) {
         const std::string name = std::string("quantize_act/") + kinds[kind] + "/" + trine::kernels::IsaName(isa) +
                                  "/" + std::to_string(n);
         benchmark::RegisterBenchmark(name.c_str(), BM_QuantizeAct, isa, kind, n)->Unit(benchmark::kNanosecond);
+      }
+    }
+  }
+  // Attention over the KV cache: attn/<K type>_<V type>/<isa>/kv<positions>.
+  {
+    using trine::kernels::KvRowType;
+    const std::pair<KvRowType, const char*> rows[] = {
+        {KvRowType::kF16, "f16"}, {KvRowType::kQ8_0, "q8_0"}, {KvRowType::kQ4_0, "q4_0"}};
+    for (const auto& kr : rows) {
+      for (const auto& vr : rows) {
+        if (kr.first != vr.first && kr.first != KvRowType::kF16) continue;  // f16 K with any V, and like pairs
+        for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+          if (!trine::kernels::IsaSupported(isa)) continue;
+          for (int n_kv : {256, 4096}) {
+            const std::string name = std::string("attn/") + kr.second + "_" + vr.second + "/" +
+                                     trine::kernels::IsaName(isa) + "/kv" + std::to_string(n_kv);
+            benchmark::RegisterBenchmark(name.c_str(), BM_Attn, isa, kr.first, vr.first, n_kv)
+                ->Unit(benchmark::kMicrosecond);
+          }
+        }
       }
     }
   }

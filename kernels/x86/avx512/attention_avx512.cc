@@ -87,6 +87,91 @@ inline float DotQuantAvx512(KvRowType type, const uint8_t* k, const BlockQ8_0* q
   return sumf;
 }
 
+
+// x rounded to the nearest fp16 and back: the reference's fp16 accumulator held in fp32 lanes, in
+// registers across positions (the accumulator chain is the kernel's critical path; a store as fp16
+// and a reload per position lengthened it).
+inline __m512 RoundF16(__m512 x) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Positions go through in blocks: all scores of a block first (independent dot products the core
+// overlaps), then the online-softmax bookkeeping in position order (max, expf, sum: they depend on
+// the scores only), then V in position order. Each value goes through the reference's operations
+// in the reference's order, so the bits are the same.
+constexpr int kBlock = 16;
+
+struct OnlineSoftmax {
+  float max_s = -std::numeric_limits<float>::infinity();
+  float sum = 0.0f;
+  // ms[j]: the accumulator's rescale factor at position j (1 unless j is a new maximum), vs[j]:
+  // position j's weight; the reference's expressions.
+  void Step(float s, float* ms, float* vs) {
+    *ms = 1.0f;
+    *vs = 1.0f;
+    if (s > max_s) {
+      *ms = std::exp(max_s - s);
+      max_s = s;
+    } else {
+      *vs = std::exp(s - max_s);
+    }
+    sum = std::fma(sum, *ms, *vs);
+  }
+};
+
+// The fp16 V accumulator of kC 16-lane chunks (kC = 0: hd / 16 of them, up to 32), kept in
+// registers when kC is a constant. A rescale by ms == 1 is skipped: it is exact (the values are
+// already fp16), so skipping it only where the reference has no new maximum changes nothing.
+template <int kC>
+struct F16Acc {
+  __m512 a[kC == 0 ? 32 : kC];
+  int n;
+  explicit F16Acc(int hd) : n(kC == 0 ? hd / 16 : kC) {
+    for (int c = 0; c < n; ++c) a[c] = _mm512_setzero_ps();
+  }
+  void Add(const uint16_t* vp, float ms, float vs) {
+    if (ms != 1.0f) {
+      const __m512 m = _mm512_set1_ps(ms);
+      for (int c = 0; c < n; ++c) a[c] = RoundF16(_mm512_mul_ps(a[c], m));
+    }
+    const __m512 w = _mm512_set1_ps(vs);
+    for (int c = 0; c < n; ++c) {
+      const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + 16 * c)));
+      a[c] = RoundF16(_mm512_fmadd_ps(x, w, a[c]));
+    }
+  }
+  void Store(float inv, float* out) const {
+    const __m512 v = _mm512_set1_ps(inv);
+    for (int c = 0; c < n; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(a[c], v));
+  }
+};
+
+// score(p) -> position p's scaled K.Q; the V rows are fp16.
+template <int kC, typename Score>
+void AttnF16V(Score score, const uint16_t* v, size_t v_stride, int n_kv, int hd, float* out) {
+  F16Acc<kC> acc(hd);
+  OnlineSoftmax sm;
+  float s[kBlock], ms[kBlock], vs[kBlock];
+  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
+    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
+    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
+    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
+    for (int j = 0; j < n; ++j) acc.Add(v + static_cast<size_t>(p0 + j) * v_stride, ms[j], vs[j]);
+  }
+  acc.Store(1.0f / sm.sum, out);
+}
+
+template <typename Score>
+void AttnF16VAnyHd(Score score, const uint16_t* v, size_t v_stride, int n_kv, int hd, float* out) {
+  if (hd == 128) {
+    AttnF16V<8>(score, v, v_stride, n_kv, hd, out);
+  } else if (hd == 64) {
+    AttnF16V<4>(score, v, v_stride, n_kv, hd, out);
+  } else {
+    AttnF16V<0>(score, v, v_stride, n_kv, hd, out);
+  }
+}
+
 }  // namespace
 
 void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int hd,
@@ -95,39 +180,8 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
     AttnF16Ref(q, k, v, stride, n_kv, hd, scale, out);
     return;
   }
-  const float* table = Fp16ToFp32Table();
-  alignas(64) uint16_t acc16[512];
-  for (int i = 0; i < hd; ++i) acc16[i] = 0;
-  float max_s = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
-  for (int p = 0; p < n_kv; ++p) {
-    const uint16_t* kp = k + static_cast<size_t>(p) * stride;
-    const float s = DotF16Avx512(kp, q, hd) * scale;
-    float ms = 1.0f, vs = 1.0f;
-    if (s > max_s) {
-      ms = std::exp(max_s - s);
-      max_s = s;
-      const __m512 vms = _mm512_set1_ps(ms);
-      for (int i = 0; i < hd; i += 16) {
-        const __m512 a = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(acc16 + i)));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(acc16 + i),
-                           _mm512_cvtps_ph(_mm512_mul_ps(a, vms), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      }
-    } else {
-      vs = std::exp(s - max_s);
-    }
-    const uint16_t* vp = v + static_cast<size_t>(p) * stride;
-    const __m512 vvs = _mm512_set1_ps(vs);
-    for (int i = 0; i < hd; i += 16) {
-      const __m512 a = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(acc16 + i)));
-      const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + i)));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(acc16 + i),
-                         _mm512_cvtps_ph(_mm512_fmadd_ps(x, vvs, a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-    sum = std::fma(sum, ms, vs);
-  }
-  const float inv = 1.0f / sum;
-  for (int i = 0; i < hd; ++i) out[i] = table[acc16[i]] * inv;
+  const auto score = [&](int p) { return DotF16Avx512(k + static_cast<size_t>(p) * stride, q, hd) * scale; };
+  AttnF16VAnyHd(score, v, stride, n_kv, hd, out);
 }
 
 void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale, float* out) {
@@ -138,55 +192,33 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   }
   alignas(64) float qh[512];
   if (k_f16) {
-    for (int i = 0; i < hd; i += 16) {
-      const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(q + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_store_ps(qh + i, _mm512_cvtph_ps(h));
-    }
-  }
-  if (k_f16 && v_f16) {
-    AttnF16Avx512(qh, reinterpret_cast<const uint16_t*>(k.data), reinterpret_cast<const uint16_t*>(v.data),
-                  k.stride / sizeof(uint16_t), n_kv, hd, scale, out);
-    return;
+    for (int i = 0; i < hd; i += 16) _mm512_store_ps(qh + i, RoundF16(_mm512_loadu_ps(q + i)));
   }
   const int nb = hd / kQK8_0;
   BlockQ8_0 q8[512 / kQK8_0];
   if (!k_f16) QuantizeRowQ8_0(q, q8, hd);
-  alignas(64) uint16_t acc16[512];
-  alignas(64) float acc32[512];
-  for (int i = 0; i < hd; ++i) {
-    acc16[i] = 0;
-    acc32[i] = 0.0f;
-  }
-  float max_s = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  for (int p = 0; p < n_kv; ++p) {
+  const auto score = [&](int p) {
     const uint8_t* kp = k.data + static_cast<size_t>(p) * k.stride;
-    const float s = (k_f16 ? DotF16Avx512(reinterpret_cast<const uint16_t*>(kp), qh, hd)
-                           : DotQuantAvx512(k.type, kp, q8, nb)) *
-                    scale;
-    float ms = 1.0f, vs = 1.0f;
-    const bool new_max = s > max_s;
-    if (new_max) {
-      ms = std::exp(max_s - s);
-      max_s = s;
-    } else {
-      vs = std::exp(s - max_s);
-    }
-    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
-    const __m512 vms = _mm512_set1_ps(ms), vvs = _mm512_set1_ps(vs);
-    if (v_f16) {
-      const uint16_t* v16 = reinterpret_cast<const uint16_t*>(vp);
-      for (int i = 0; i < hd; i += 16) {
-        __m512 a = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(acc16 + i)));
-        if (new_max) {
-          a = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(a, vms), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v16 + i)));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(acc16 + i),
-                           _mm512_cvtps_ph(_mm512_fmadd_ps(x, vvs, a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      }
-    } else {
+    return (k_f16 ? DotF16Avx512(reinterpret_cast<const uint16_t*>(kp), qh, hd) : DotQuantAvx512(k.type, kp, q8, nb)) *
+           scale;
+  };
+  if (v_f16) {
+    AttnF16VAnyHd(score, reinterpret_cast<const uint16_t*>(v.data), v.stride / sizeof(uint16_t), n_kv, hd, out);
+    return;
+  }
+  // Quantized V: an fp32 accumulator (attention_ref.h).
+  alignas(64) float acc32[512];
+  for (int i = 0; i < hd; ++i) acc32[i] = 0.0f;
+  OnlineSoftmax sm;
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  float s[kBlock], ms[kBlock], vs[kBlock];
+  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
+    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
+    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
+    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
+    for (int j = 0; j < n; ++j) {
+      const uint8_t* vp = v.data + static_cast<size_t>(p0 + j) * v.stride;
+      const __m512 vms = _mm512_set1_ps(ms[j]), vvs = _mm512_set1_ps(vs[j]);
       for (int b = 0; b < nb; ++b) {
         __m512 x0, x1;
         __m512 d;
@@ -206,25 +238,16 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
           x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo));
           x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi));
         }
+        // acc *= ms only on a new maximum, as the reference (x * 1 is exact either way).
         float* a = acc32 + b * 32;
-        __m512 a0 = _mm512_load_ps(a), a1 = _mm512_load_ps(a + 16);
-        if (new_max) {
-          a0 = _mm512_mul_ps(a0, vms);
-          a1 = _mm512_mul_ps(a1, vms);
-        }
+        const __m512 a0 = _mm512_mul_ps(_mm512_load_ps(a), vms), a1 = _mm512_mul_ps(_mm512_load_ps(a + 16), vms);
         _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(x0, d), vvs, a0));
         _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_mul_ps(x1, d), vvs, a1));
       }
     }
-    sum = std::fma(sum, ms, vs);
   }
-  const float inv = 1.0f / sum;
-  if (v_f16) {
-    const float* table = Fp16ToFp32Table();
-    for (int i = 0; i < hd; ++i) out[i] = table[acc16[i]] * inv;
-  } else {
-    for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
-  }
+  const float inv = 1.0f / sm.sum;
+  for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
 }
 
 // SwiGLU's vector part, bit-identical to ops::SwiGlu (src/model/ops.cc) for n a multiple of 16:
