@@ -14,10 +14,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <utility>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels.h"

@@ -87,7 +87,6 @@ inline float DotQuantAvx512(KvRowType type, const uint8_t* k, const BlockQ8_0* q
   return sumf;
 }
 
-
 // x rounded to the nearest fp16 and back: the reference's fp16 accumulator held in fp32 lanes, in
 // registers across positions (the accumulator chain is the kernel's critical path; a store as fp16
 // and a reload per position lengthened it).
@@ -118,6 +117,21 @@ struct OnlineSoftmax {
     sum = std::fma(sum, *ms, *vs);
   }
 };
+
+// Positions 0..n_kv-1 in blocks of kBlock: score(p) gives position p's scaled K.Q, add_v(p, ms, vs)
+// takes its V row into the accumulator; returns the softmax sum.
+template <typename Score, typename AddV>
+float WalkPositions(Score score, AddV add_v, int n_kv) {
+  OnlineSoftmax sm;
+  float s[kBlock], ms[kBlock], vs[kBlock];
+  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
+    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
+    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
+    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
+    for (int j = 0; j < n; ++j) add_v(p0 + j, ms[j], vs[j]);
+  }
+  return sm.sum;
+}
 
 // The fp16 V accumulator of kC 16-lane chunks (kC = 0: hd / 16 of them, up to 32), kept in
 // registers when kC is a constant. A rescale by ms == 1 is skipped: it is exact (the values are
@@ -150,15 +164,8 @@ struct F16Acc {
 template <int kC, typename Score>
 void AttnF16V(Score score, const uint16_t* v, size_t v_stride, int n_kv, int hd, float* out) {
   F16Acc<kC> acc(hd);
-  OnlineSoftmax sm;
-  float s[kBlock], ms[kBlock], vs[kBlock];
-  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
-    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
-    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
-    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
-    for (int j = 0; j < n; ++j) acc.Add(v + static_cast<size_t>(p0 + j) * v_stride, ms[j], vs[j]);
-  }
-  acc.Store(1.0f / sm.sum, out);
+  const auto add_v = [&](int p, float ms, float vs) { acc.Add(v + static_cast<size_t>(p) * v_stride, ms, vs); };
+  acc.Store(1.0f / WalkPositions(score, add_v, n_kv), out);
 }
 
 template <typename Score>
@@ -209,44 +216,38 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   // Quantized V: an fp32 accumulator (attention_ref.h).
   alignas(64) float acc32[512];
   for (int i = 0; i < hd; ++i) acc32[i] = 0.0f;
-  OnlineSoftmax sm;
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  float s[kBlock], ms[kBlock], vs[kBlock];
-  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
-    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
-    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
-    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
-    for (int j = 0; j < n; ++j) {
-      const uint8_t* vp = v.data + static_cast<size_t>(p0 + j) * v.stride;
-      const __m512 vms = _mm512_set1_ps(ms[j]), vvs = _mm512_set1_ps(vs[j]);
-      for (int b = 0; b < nb; ++b) {
-        __m512 x0, x1;
-        __m512 d;
-        if (v.type == KvRowType::kQ8_0) {
-          const BlockQ8_0* vb = reinterpret_cast<const BlockQ8_0*>(vp) + b;
-          d = _mm512_set1_ps(Fp16ToFp32(vb->d));
-          x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs))));
-          x1 = _mm512_cvtepi32_ps(
-              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs + 16))));
-        } else {
-          const BlockQ4_0* vb = reinterpret_cast<const BlockQ4_0*>(vp) + b;
-          d = _mm512_set1_ps(Fp16ToFp32(vb->d));
-          const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs));
-          const __m128i eight = _mm_set1_epi8(8);
-          const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, m4), eight);
-          const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), eight);
-          x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo));
-          x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi));
-        }
-        // acc *= ms only on a new maximum, as the reference (x * 1 is exact either way).
-        float* a = acc32 + b * 32;
-        const __m512 a0 = _mm512_mul_ps(_mm512_load_ps(a), vms), a1 = _mm512_mul_ps(_mm512_load_ps(a + 16), vms);
-        _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(x0, d), vvs, a0));
-        _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_mul_ps(x1, d), vvs, a1));
+  const auto add_v = [&](int p, float ms, float vs) {
+    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
+    const __m512 vms = _mm512_set1_ps(ms), vvs = _mm512_set1_ps(vs);
+    for (int b = 0; b < nb; ++b) {
+      __m512 x0, x1;
+      __m512 d;
+      if (v.type == KvRowType::kQ8_0) {
+        const BlockQ8_0* vb = reinterpret_cast<const BlockQ8_0*>(vp) + b;
+        d = _mm512_set1_ps(Fp16ToFp32(vb->d));
+        x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs))));
+        x1 = _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs + 16))));
+      } else {
+        const BlockQ4_0* vb = reinterpret_cast<const BlockQ4_0*>(vp) + b;
+        d = _mm512_set1_ps(Fp16ToFp32(vb->d));
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vb->qs));
+        const __m128i eight = _mm_set1_epi8(8);
+        const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, m4), eight);
+        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), eight);
+        x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo));
+        x1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi));
       }
+      // acc *= ms at every position: the reference rescales on a new maximum only, and ms is 1
+      // elsewhere (x * 1 is exact).
+      float* a = acc32 + b * 32;
+      const __m512 a0 = _mm512_mul_ps(_mm512_load_ps(a), vms), a1 = _mm512_mul_ps(_mm512_load_ps(a + 16), vms);
+      _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(x0, d), vvs, a0));
+      _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_mul_ps(x1, d), vvs, a1));
     }
-  }
-  const float inv = 1.0f / sm.sum;
+  };
+  const float inv = 1.0f / WalkPositions(score, add_v, n_kv);
   for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
 }
 
