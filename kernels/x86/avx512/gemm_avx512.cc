@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/dpbusd_bcast.h"
 #include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 
@@ -77,9 +78,7 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], const Li
       const __m512i c = _mm512_and_si512(q, m[n]);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        int32_t a4;
-        std::memcpy(&a4, a[t] + off + 32 * n, 4);
-        acc[u][n][t] = _mm512_dpbusd_epi32(acc[u][n][t], c, _mm512_set1_epi32(a4));
+        acc[u][n][t] = DpbusdAct<T>(acc[u][n][t], c, a[t] + off + 32 * n);
       }
     }
   }

@@ -22,6 +22,7 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/dpbusd_bcast.h"
 #include "x86/avx512/lookup256_vbmi.h"
 #include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
@@ -29,12 +30,6 @@
 
 namespace trine::kernels {
 namespace {
-
-inline __m512i Broadcast4(const int8_t* a) {
-  int32_t v;
-  std::memcpy(&v, a, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // One block of a TQ1_0 x16 group (13 lines) against T tokens' Q8_K blocks: s[t] lane i = sum over
 // the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
@@ -61,14 +56,14 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
       const __m512i cn = _mm512_and_si512(c, m[n]);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        acc[n][t] = _mm512_dpbusd_epi32(acc[n][t], cn, Broadcast4(a[t] + Tq1Element(l, n, 0)));
+        acc[n][t] = DpbusdAct<T>(acc[n][t], cn, a[t] + Tq1Element(l, n, 0));
       }
     }
     if (l < kTq1QsLines) {  // qs bytes carry a fifth digit
       const __m512i c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        acc[4][t] = _mm512_dpbusd_epi32(acc[4][t], c4, Broadcast4(a[t] + Tq1Element(l, 4, 0)));
+        acc[4][t] = DpbusdAct<T>(acc[4][t], c4, a[t] + Tq1Element(l, 4, 0));
       }
     }
   }

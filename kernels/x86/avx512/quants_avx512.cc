@@ -36,6 +36,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/dpbusd_bcast.h"
 #include "x86/avx512/x16_groups_avx512.h"
 
 namespace trine::kernels {
@@ -322,27 +323,66 @@ void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int
   }
 }
 
+// The Q8_0 activations of one call regrouped for the x16 kernel's token passes (ForTokenPasses):
+// inside the pass of T tokens that starts at t0, block b of token t0 + t sits at index
+// t0 * nb + b * T + t (qs: 32 bytes each, then corr and d). A block step then reaches its T tokens
+// from one pointer at constant offsets: with T token pointers and (t0 + t) * nb + b index
+// arithmetic the pass ran out of general registers and spilled in its inner loop.
+struct Q8_0PassTile {
+  std::vector<int8_t> qs;
+  std::vector<int32_t> corr;
+  std::vector<float> d;
+};
+
+Q8_0PassTile& GetPassTile() {
+  thread_local Q8_0PassTile s;
+  return s;
+}
+
+void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, int max_pass,
+                        const Q8_0ActInfo& info, Q8_0PassTile* tile) {
+  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
+  if (tile->corr.size() < n) {
+    tile->qs.resize(n * kQK8_0);
+    tile->corr.resize(n);
+    tile->d.resize(n);
+  }
+  for (int t0 = 0; t0 < n_tokens; t0 += max_pass) {
+    const int T = n_tokens - t0 < max_pass ? n_tokens - t0 : max_pass;
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t));
+      const size_t src = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb);
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t dst = static_cast<size_t>(t0) * static_cast<size_t>(nb) + static_cast<size_t>(b * T + t);
+        std::memcpy(tile->qs.data() + dst * kQK8_0, a[b].qs, kQK8_0);
+        tile->corr[dst] = info.corr[src + static_cast<size_t>(b)];
+        tile->d[dst] = info.d[src + static_cast<size_t>(b)];
+      }
+    }
+  }
+}
+
 // Q4_0 x Q8_0 on the x16 layout (WeightView::interleave; built at load time): each block of 16
 // rows is 4 lines of 64 bytes already in rows-in-lanes order, so there is no transpose and no
 // gather. Low nibbles are used under 0x0F and high nibbles in place under 0xF0 (16 x q, its own
-// accumulator, shifted out once per block: exact), so a line costs 2 ANDs and 2 vpdpbusd.
+// accumulator, shifted out once per block: exact), so a line costs 2 ANDs and 2 vpdpbusd, each
+// against a broadcast of 4 activation bytes (DpbusdAct). qs, corr and da point at the pass's first
+// block in its Q8_0PassTile.
 template <int T>
-inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const uint8_t* xq, size_t act_stride,
-                       int t0, const Q8_0ActInfo& info, __m512 out[T]) {
+inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const int8_t* qs, const int32_t* corr,
+                       const float* da, __m512 out[T]) {
   const size_t scale_bytes = X16ScaleBytes(nb);
   const uint8_t* codes = g + scale_bytes;
   const __m512i m_lo = _mm512_set1_epi8(0x0F), m_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
-  const BlockQ8_0* act[T];
-  for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t));
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
   for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < nb; ++b, qs += T * kQK8_0, corr += T, da += T) {
     const uint8_t* cb = codes + static_cast<size_t>(b) * 256;
     const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * 256;
     for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
     __m512i lo[T], hi[T];
     for (int t = 0; t < T; ++t) {
-      lo[t] = _mm512_set1_epi32(info.corr[static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b)]);
+      lo[t] = _mm512_set1_epi32(corr[t]);
       hi[t] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
@@ -351,34 +391,34 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
       const __m512i ql = _mm512_and_si512(q, m_lo), qh = _mm512_and_si512(q, m_hi);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        int32_t a_lo, a_hi;
-        std::memcpy(&a_lo, act[t][b].qs + 4 * k, 4);
-        std::memcpy(&a_hi, act[t][b].qs + 16 + 4 * k, 4);
-        lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(a_lo));
-        hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(a_hi));
+        lo[t] = DpbusdAct<T>(lo[t], ql, qs + t * kQK8_0 + 4 * k);
+        hi[t] = DpbusdAct<T>(hi[t], qh, qs + t * kQK8_0 + 16 + 4 * k);
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
     for (int t = 0; t < T; ++t) {
       const __m512i sumi = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
-      const float da = info.d[static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) + static_cast<size_t>(b)];
       // Reference order: sumi * (d_w * d_a).
-      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(da))));
+      out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(da[t]))));
     }
   }
 }
 
 void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                  int64_t r0, int64_t r1, float scale) {
+  constexpr int kPass = 8;
   const int64_t nb = w.cols / kQK4_0;
   Q8_0ActInfo& info = GetActInfo();
   GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, 8, &info);
+  Q8_0PassTile& tile = GetPassTile();
+  GatherQ8_0PassTile(xq, act_stride, n_tokens, nb, kPass, info, &tile);
   // Up to 8 tokens per pass over a group (16 accumulators); a group (16 rows x cols / 2 bytes)
   // stays in L1/L2 for the next pass.
-  ForTokenPasses<8>(n_tokens, [&](auto tc, int t0) {
+  ForTokenPasses<kPass>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
+    const size_t base = static_cast<size_t>(t0) * static_cast<size_t>(nb);
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      Q4X16Group<T>(gp, next, nb, xq, act_stride, t0, info, out);
+      Q4X16Group<T>(gp, next, nb, tile.qs.data() + base * kQK8_0, tile.corr.data() + base, tile.d.data() + base, out);
     });
   });
 }
@@ -517,9 +557,7 @@ inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
           for (int s = 0; s < 4; ++s) {
 #pragma GCC unroll 4
             for (int t = 0; t < T; ++t) {
-              int32_t a4;
-              std::memcpy(&a4, act[t][b].qs + 128 * h + 32 * s + 4 * m, 4);
-              acc[s][t] = _mm512_dpbusd_epi32(acc[s][t], q[s], _mm512_set1_epi32(a4));
+              acc[s][t] = DpbusdAct<T>(acc[s][t], q[s], act[t][b].qs + 128 * h + 32 * s + 4 * m);
             }
           }
         }
@@ -629,11 +667,8 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
         const __m512i ql = _mm512_and_si512(q, m0f), qh = _mm512_and_si512(q, mf0);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          int32_t a_lo, a_hi;
-          std::memcpy(&a_lo, act[t][b].qs + 64 * j + 4 * k, 4);
-          std::memcpy(&a_hi, act[t][b].qs + 64 * j + 32 + 4 * k, 4);
-          lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(a_lo));
-          hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(a_hi));
+          lo[t] = DpbusdAct<T>(lo[t], ql, act[t][b].qs + 64 * j + 4 * k);
+          hi[t] = DpbusdAct<T>(hi[t], qh, act[t][b].qs + 64 * j + 32 + 4 * k);
         }
       }
       // Sub-blocks 2j and 2j + 1: scale bytes k = (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47.
