@@ -323,11 +323,12 @@ void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int
   }
 }
 
-// The Q8_0 activations of one call regrouped for the x16 kernel's token passes (ForTokenPasses):
-// inside the pass of T tokens that starts at t0, block b of token t0 + t sits at index
-// t0 * nb + b * T + t (qs: 32 bytes each, then corr and d). A block step then reaches its T tokens
-// from one pointer at constant offsets: with T token pointers and (t0 + t) * nb + b index
-// arithmetic the pass ran out of general registers and spilled in its inner loop.
+// The Q8_0 activations of one token pass regrouped for the x16 kernel: block b of the pass's
+// token t sits at index b * T + t (qs: 32 bytes each; corr and d alike). A block step then
+// reaches its T tokens from one pointer at constant offsets: with T token pointers and
+// (t0 + t) * nb + b index arithmetic the pass ran out of general registers and spilled in its
+// inner loop. Built per pass, just before it (T x cols bytes, in L1/L2 when the pass reads it);
+// one tile for the whole call wrote megabytes that went out to L3 first.
 struct Q8_0PassTile {
   std::vector<int8_t> qs;
   std::vector<int32_t> corr;
@@ -339,25 +340,23 @@ Q8_0PassTile& GetPassTile() {
   return s;
 }
 
-void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, int max_pass,
-                        const Q8_0ActInfo& info, Q8_0PassTile* tile) {
-  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
+// Tokens t0 .. t0 + T - 1 into `tile` (corr and d from the call's token-major `info`).
+void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int t0, int T, int64_t nb, const Q8_0ActInfo& info,
+                        Q8_0PassTile* tile) {
+  const size_t n = static_cast<size_t>(T) * static_cast<size_t>(nb);
   if (tile->corr.size() < n) {
     tile->qs.resize(n * kQK8_0);
     tile->corr.resize(n);
     tile->d.resize(n);
   }
-  for (int t0 = 0; t0 < n_tokens; t0 += max_pass) {
-    const int T = n_tokens - t0 < max_pass ? n_tokens - t0 : max_pass;
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t));
-      const size_t src = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb);
-      for (int64_t b = 0; b < nb; ++b) {
-        const size_t dst = static_cast<size_t>(t0) * static_cast<size_t>(nb) + static_cast<size_t>(b * T + t);
-        std::memcpy(tile->qs.data() + dst * kQK8_0, a[b].qs, kQK8_0);
-        tile->corr[dst] = info.corr[src + static_cast<size_t>(b)];
-        tile->d[dst] = info.d[src + static_cast<size_t>(b)];
-      }
+  for (int t = 0; t < T; ++t) {
+    const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t0 + t));
+    const size_t src = static_cast<size_t>(t0 + t) * static_cast<size_t>(nb);
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t dst = static_cast<size_t>(b * T + t);
+      std::memcpy(tile->qs.data() + dst * kQK8_0, a[b].qs, kQK8_0);
+      tile->corr[dst] = info.corr[src + static_cast<size_t>(b)];
+      tile->d[dst] = info.d[src + static_cast<size_t>(b)];
     }
   }
 }
@@ -366,8 +365,7 @@ void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int n_tokens, int6
 // rows is 4 lines of 64 bytes already in rows-in-lanes order, so there is no transpose and no
 // gather. Low nibbles are used under 0x0F and high nibbles in place under 0xF0 (16 x q, its own
 // accumulator, shifted out once per block: exact), so a line costs 2 ANDs and 2 vpdpbusd, each
-// against a broadcast of 4 activation bytes (DpbusdAct). qs, corr and da point at the pass's first
-// block in its Q8_0PassTile.
+// against a broadcast of 4 activation bytes (DpbusdAct). qs, corr and da: the pass's Q8_0PassTile.
 template <int T>
 inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const int8_t* qs, const int32_t* corr,
                        const float* da, __m512 out[T]) {
@@ -411,14 +409,13 @@ void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int 
   Q8_0ActInfo& info = GetActInfo();
   GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, 8, &info);
   Q8_0PassTile& tile = GetPassTile();
-  GatherQ8_0PassTile(xq, act_stride, n_tokens, nb, kPass, info, &tile);
   // Up to 8 tokens per pass over a group (16 accumulators); a group (16 rows x cols / 2 bytes)
   // stays in L1/L2 for the next pass.
   ForTokenPasses<kPass>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
-    const size_t base = static_cast<size_t>(t0) * static_cast<size_t>(nb);
+    GatherQ8_0PassTile(xq, act_stride, t0, T, nb, info, &tile);
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      Q4X16Group<T>(gp, next, nb, tile.qs.data() + base * kQK8_0, tile.corr.data() + base, tile.d.data() + base, out);
+      Q4X16Group<T>(gp, next, nb, tile.qs.data(), tile.corr.data(), tile.d.data(), out);
     });
   });
 }
