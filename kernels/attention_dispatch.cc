@@ -12,6 +12,9 @@ void AttnAvx2(const float* q, const KvHead& k, const KvHead& v, int n_kv, int he
 void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int head_dim,
                    float scale, float* out);
 void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
+void AttnGroupAvx512(const float* q, int n_q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale,
+                     float* out);
+int AttnGroupWidthAvx512(KvRowType k, KvRowType v, int head_dim);
 #endif
 
 #if defined(TRINE_HAVE_AVX512)
@@ -47,6 +50,22 @@ AttnFn SelectAttn(Isa isa) {
 #endif
   (void)isa;
   return AttnRef;
+}
+
+AttnGroupFn SelectAttnGroup(Isa isa) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return AttnGroupAvx512;
+#endif
+  (void)isa;
+  return nullptr;
+}
+
+int AttnGroupWidth(Isa isa, KvRowType k, KvRowType v, int head_dim) {
+#if defined(TRINE_HAVE_AVX512)
+  if (isa == Isa::kAvx512) return AttnGroupWidthAvx512(k, v, head_dim);
+#endif
+  (void)isa, (void)k, (void)v, (void)head_dim;
+  return 1;
 }
 
 }  // namespace trine::kernels

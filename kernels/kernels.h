@@ -90,6 +90,10 @@ GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name);
 AttnF16Fn SelectAttnF16(Isa isa);
 // The attention kernel over F16 / Q8_0 / Q4_0 K and V rows of `isa` (AttnRef when it has none).
 AttnFn SelectAttn(Isa isa);
+// The grouped attention kernel of `isa` and the number of query heads it walks at once over K and
+// V rows of these types and head size (1: no grouped kernel there; call SelectAttn's per head).
+AttnGroupFn SelectAttnGroup(Isa isa);
+int AttnGroupWidth(Isa isa, KvRowType k, KvRowType v, int head_dim);
 
 // SwiGLU over n values (a multiple of 16) with ops::SwiGlu's exact numerics (its ExpfPoly part):
 // out = gate / (1 + e^-gate) * up. Null where the ISA has none (ops::SwiGlu's scalar loop runs).

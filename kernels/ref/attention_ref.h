@@ -49,6 +49,11 @@ using AttnFn = void (*)(const float* q, const KvHead& k, const KvHead& v, int n_
 
 void AttnRef(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale, float* out);
 
+// n_q query heads that share one KV head (GQA), back to back in q and out (head_dim apart): the
+// same bits as n_q AttnFn calls.
+using AttnGroupFn = void (*)(const float* q, int n_q, const KvHead& k, const KvHead& v, int n_kv, int head_dim,
+                             float scale, float* out);
+
 // Bytes of `n` values of a row of this type (n % 32 == 0 for the block types).
 size_t KvRowBytes(KvRowType type, int n);
 

@@ -286,9 +286,23 @@ void AttentionOverCache(ForwardState& st, int layer) {
   rp.freq_factors = st.model->rope_freqs().empty() ? nullptr : st.model->rope_freqs().data();
   KvCache& kv = *st.kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int n_items = st.n_tokens * c.n_head;
   const kernels::AttnFn attn = kernels::SelectAttn(st.model->isa());
   const bool f32_cache = kv.type == KvType::kF32;
+  // Heads per item: w query heads of one KV head go through the grouped kernel together (each
+  // head's result is the same as alone); w divides the GQA group so an item never spans two KV heads.
+  const kernels::AttnGroupFn attn_group = kernels::SelectAttnGroup(st.model->isa());
+  int w = 1;
+  if (!f32_cache && attn_group != nullptr) {
+    const int width = kernels::AttnGroupWidth(st.model->isa(), RowType(kv.type), RowType(kv.type_v), hd);
+    for (int d = width < group ? width : group; d > 1; --d) {
+      if (group % d == 0) {
+        w = d;
+        break;
+      }
+    }
+  }
+  const int items_per_token = c.n_head / w;
+  const int n_items = st.n_tokens * items_per_token;
 #pragma omp parallel num_threads(st.n_threads)
   {
     // RoPE and the cache rows of each token (distinct rows per token), then attention once
@@ -305,8 +319,8 @@ void AttentionOverCache(ForwardState& st, int layer) {
     // contiguous blocks of tokens would leave the first thread idle for most of the loop.
 #pragma omp for schedule(static, 1)
     for (int item = 0; item < n_items; ++item) {
-      const int t = item / c.n_head;
-      const int h = item % c.n_head;
+      const int t = item / items_per_token;
+      const int h = item % items_per_token * w;  // the item's first head
       const int kvh = h / group;
       const int n_kv = st.n_past + t + 1;  // causal: positions 0 .. pos
       const float* q = st.q.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
@@ -320,7 +334,11 @@ void AttentionOverCache(ForwardState& st, int layer) {
         vh.type = RowType(kv.type_v);
         vh.data = kv.VRow(layer, 0) + kernels::KvRowBytes(vh.type, kvh * hd);
         vh.stride = kv.v_row;
-        attn(q, kh, vh, n_kv, hd, scale, out);
+        if (w > 1) {
+          attn_group(q, w, kh, vh, n_kv, hd, scale, out);
+        } else {
+          attn(q, kh, vh, n_kv, hd, scale, out);
+        }
         continue;
       }
       // fp32 cache: a plain online softmax in fp32.

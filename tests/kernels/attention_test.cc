@@ -133,6 +133,58 @@ TEST(AttentionQuant, EveryIsaMatchesReferenceBitForBit) {
   }
 }
 
+// The grouped kernel (GQA: n_q query heads over one KV head) against the reference per head, for
+// every group size up to 4 (the widths it walks together and the per-head fallback beyond), the
+// head sizes it groups and one it does not, F16 and quantized rows, ragged cache lengths.
+TEST(AttentionGroup, EveryHeadMatchesReferenceBitForBit) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int grouped_cases = 0;
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!IsaSupported(isa)) continue;
+    const AttnGroupFn fn = SelectAttnGroup(isa);
+    if (fn == nullptr) {
+      for (int hd : {64, 128}) {
+        EXPECT_EQ(AttnGroupWidth(isa, KvRowType::kF16, KvRowType::kF16, hd), 1) << IsaName(isa);
+      }
+      continue;
+    }
+    for (KvRowType t : {KvRowType::kF16, KvRowType::kQ8_0}) {
+      for (int hd : {64, 128, 96}) {
+        const int width = AttnGroupWidth(isa, t, t, hd);
+        ASSERT_GE(width, 1);
+        ASSERT_LE(width, 4);
+        for (int n_q = 1; n_q <= 4; ++n_q) {
+          for (int n_kv : {1, 15, 16, 17, 70}) {
+            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << RowName(t) << " hd " << hd << " n_q " << n_q
+                                              << " n_kv " << n_kv);
+            const KvRows k(t, hd, n_kv, 2.0f, &rng), v(t, hd, n_kv, 1.0f, &rng);
+            std::vector<float> q(static_cast<size_t>(hd * n_q));
+            for (auto& x : q) x = nd(rng);
+            // Large scores in one head: new maxima (accumulator rescales) at varying positions.
+            if (n_q > 1) q[static_cast<size_t>(hd)] = 40.0f;
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<float> want(static_cast<size_t>(hd * n_q) + 1, NAN), got(want);  // NaN-poisoned
+            for (int h = 0; h < n_q; ++h) {
+              AttnRef(q.data() + h * hd, k.Head(), v.Head(), n_kv, hd, scale, want.data() + h * hd);
+            }
+            fn(q.data(), n_q, k.Head(), v.Head(), n_kv, hd, scale, got.data());
+            if (n_q > 1 && n_q <= width) ++grouped_cases;
+            for (int i = 0; i < hd * n_q; ++i) {
+              ASSERT_FALSE(std::isnan(got[static_cast<size_t>(i)])) << "element " << i;
+              ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << "element " << i;
+            }
+            EXPECT_TRUE(std::isnan(got[static_cast<size_t>(hd * n_q)])) << "wrote past the last head";
+          }
+        }
+      }
+    }
+  }
+  if (IsaSupported(Isa::kAvx512)) {
+    EXPECT_GT(grouped_cases, 0) << "the grouped walk never ran";
+  }
+}
+
 TEST(AttentionQuant, F16RowsGiveTheF16KernelsBits) {
   // The generic kernel on F16/F16 is the fp16 kernel with Q rounded to fp16 first.
   std::mt19937 rng(3);

@@ -179,7 +179,108 @@ void AttnF16VAnyHd(Score score, const uint16_t* v, size_t v_stride, int n_kv, in
   }
 }
 
+// ---- GQA groups: G query heads over one KV head's fp16 K and V rows ----------------------------
+//
+// Each head keeps its own scores, softmax state and fp16 accumulator and goes through exactly the
+// operations of a walk of its own (the same bits as AttnAvx512 per head). Walked together, each K
+// and V row is loaded and converted once for the group, and the G accumulator chains overlap: one
+// head's chain (fused multiply-add, then the fp16 rounding, position after position) is the single
+// -head kernel's critical path, which out-of-order execution cannot overlap with the next head's
+// walk thousands of instructions later. kC (= hd / 16) x G accumulators stay in registers.
+
+// The G scores of position row kp: DotF16Avx512's lanes and tree per head (hd % 64 == 0, no tail).
+template <int G>
+inline void DotF16Group(const uint16_t* kp, const float* const qh[G], int hd, float scale, float s[G]) {
+  __m512 a[G][4];
+  for (int g = 0; g < G; ++g) a[g][0] = a[g][1] = a[g][2] = a[g][3] = _mm512_setzero_ps();
+  for (int i = 0; i < hd; i += 64) {
+    __m512 x[4];
+    for (int c = 0; c < 4; ++c) x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16 * c)));
+    for (int g = 0; g < G; ++g) {
+      for (int c = 0; c < 4; ++c) a[g][c] = _mm512_fmadd_ps(x[c], _mm512_loadu_ps(qh[g] + i + 16 * c), a[g][c]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    s[g] = Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a[g][0], a[g][2]), _mm512_add_ps(a[g][1], a[g][3]))) * scale;
+  }
+}
+
+template <int G, int kC>
+void AttnF16Group(const float* const qh[G], const uint16_t* k, size_t k_stride, const uint16_t* v, size_t v_stride,
+                  int n_kv, int hd, float scale, float* const out[G]) {
+  OnlineSoftmax sm[G];
+  __m512 acc[G][kC];
+  for (int g = 0; g < G; ++g) {
+    for (int c = 0; c < kC; ++c) acc[g][c] = _mm512_setzero_ps();
+  }
+  float s[kBlock][G], ms[kBlock][G], vs[kBlock][G];
+  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
+    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
+    for (int j = 0; j < n; ++j) DotF16Group<G>(k + static_cast<size_t>(p0 + j) * k_stride, qh, hd, scale, s[j]);
+    for (int j = 0; j < n; ++j) {
+      for (int g = 0; g < G; ++g) sm[g].Step(s[j][g], &ms[j][g], &vs[j][g]);
+    }
+    for (int j = 0; j < n; ++j) {
+      // F16Acc::Add per head: the rescale (skipped where ms is 1, exact), then V.
+      for (int g = 0; g < G; ++g) {
+        if (ms[j][g] != 1.0f) {
+          const __m512 m = _mm512_set1_ps(ms[j][g]);
+          for (int c = 0; c < kC; ++c) acc[g][c] = RoundF16(_mm512_mul_ps(acc[g][c], m));
+        }
+      }
+      const uint16_t* vp = v + static_cast<size_t>(p0 + j) * v_stride;
+      __m512 w[G];
+      for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(vs[j][g]);
+      for (int c = 0; c < kC; ++c) {
+        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + 16 * c)));
+        for (int g = 0; g < G; ++g) acc[g][c] = RoundF16(_mm512_fmadd_ps(x, w[g], acc[g][c]));
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const __m512 inv = _mm512_set1_ps(1.0f / sm[g].sum);
+    for (int c = 0; c < kC; ++c) _mm512_storeu_ps(out[g] + 16 * c, _mm512_mul_ps(acc[g][c], inv));
+  }
+}
+
 }  // namespace
+
+int AttnGroupWidthAvx512(KvRowType k, KvRowType v, int hd) {
+  if (k != KvRowType::kF16 || v != KvRowType::kF16) return 1;
+  return hd == 64 ? 4 : hd == 128 ? 2 : 1;
+}
+
+void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale, float* out);
+
+void AttnGroupAvx512(const float* q, int n_q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale,
+                     float* out) {
+  const int width = AttnGroupWidthAvx512(k.type, v.type, hd);
+  if (n_q < 2 || n_q > width) {
+    for (int i = 0; i < n_q; ++i) AttnAvx512(q + static_cast<size_t>(i) * hd, k, v, n_kv, hd, scale, out + static_cast<size_t>(i) * hd);
+    return;
+  }
+  // The query rounded to fp16 (AttnAvx512's qh), per head.
+  alignas(64) float qh[4][128];
+  const float* qp[4];
+  float* op[4];
+  for (int g = 0; g < n_q; ++g) {
+    for (int i = 0; i < hd; i += 16) _mm512_store_ps(qh[g] + i, RoundF16(_mm512_loadu_ps(q + static_cast<size_t>(g) * hd + i)));
+    qp[g] = qh[g];
+    op[g] = out + static_cast<size_t>(g) * hd;
+  }
+  const uint16_t* kd = reinterpret_cast<const uint16_t*>(k.data);
+  const uint16_t* vd = reinterpret_cast<const uint16_t*>(v.data);
+  const size_t ks = k.stride / sizeof(uint16_t), vs = v.stride / sizeof(uint16_t);
+  if (hd == 128) {
+    AttnF16Group<2, 8>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+  } else if (n_q == 4) {
+    AttnF16Group<4, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+  } else if (n_q == 3) {
+    AttnF16Group<3, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+  } else {
+    AttnF16Group<2, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+  }
+}
 
 void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int hd,
                    float scale, float* out) {
