@@ -109,7 +109,8 @@ inline __m512 HorizontalMax16(const __m512 m[16]) {
                          _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xDD));
   }
   for (int k = 0; k < 2; ++k) {
-    c[k] = _mm512_max_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0x44), _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0xEE));
+    c[k] = _mm512_max_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0x44),
+                         _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0xEE));
   }
   const __m512 e = _mm512_max_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
@@ -145,7 +146,8 @@ void QuantizeQ8_0Avx512(const float* src, void* dst, int64_t n) {
     alignas(64) float ids[16];
     alignas(32) uint16_t dh[16];
     _mm512_store_ps(ids, id);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dh), _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dh),
+                       _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     for (int j = 0; j < 16; ++j) {
       b[i + j].d = dh[j];
       Q8_0Values(x + 32 * j, ids[j], &b[i + j]);
