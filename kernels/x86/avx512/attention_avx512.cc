@@ -23,23 +23,35 @@ inline float Hsum16Tree(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
 }
 
-// K.Q of an fp16 row: DotF16Order's lanes and tree.
+// K.Q of G fp16 query heads over one fp16 key row, hd % 64 == 0: DotF16Order's lanes and tree
+// per head; each converted key chunk feeds every head.
+template <int G>
+inline void DotF16Heads(const uint16_t* kp, const float* const q[G], int hd, float s[G]) {
+  __m512 a[G][4];
+  for (int g = 0; g < G; ++g) a[g][0] = a[g][1] = a[g][2] = a[g][3] = _mm512_setzero_ps();
+  for (int i = 0; i < hd; i += 64) {
+    __m512 x[4];
+    for (int c = 0; c < 4; ++c) {
+      x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16 * c)));
+    }
+    for (int g = 0; g < G; ++g) {
+      for (int c = 0; c < 4; ++c) a[g][c] = _mm512_fmadd_ps(x[c], _mm512_loadu_ps(q[g] + i + 16 * c), a[g][c]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    s[g] = Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a[g][0], a[g][2]), _mm512_add_ps(a[g][1], a[g][3])));
+  }
+}
+
+// K.Q of an fp16 row, any head size: the 64-element body as above, the rest in double.
 inline float DotF16Avx512(const uint16_t* kp, const float* q, int hd) {
   const int np = hd & ~63;
   double sumf = 0.0;
   if (np > 0) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int i = 0; i < np; i += 64) {
-      a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i))),
-                           _mm512_loadu_ps(q + i), a0);
-      a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16))),
-                           _mm512_loadu_ps(q + i + 16), a1);
-      a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 32))),
-                           _mm512_loadu_ps(q + i + 32), a2);
-      a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 48))),
-                           _mm512_loadu_ps(q + i + 48), a3);
-    }
-    sumf = static_cast<double>(Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3))));
+    const float* qs[1] = {q};
+    float s;
+    DotF16Heads<1>(kp, qs, np, &s);
+    sumf = static_cast<double>(s);
   }
   const float* table = Fp16ToFp32Table();
   for (int i = np; i < hd; ++i) sumf += static_cast<double>(table[kp[i]] * q[i]);
@@ -118,19 +130,34 @@ struct OnlineSoftmax {
   }
 };
 
-// Positions 0..n_kv-1 in blocks of kBlock: score(p) gives position p's scaled K.Q, add_v(p, ms, vs)
-// takes its V row into the accumulator; returns the softmax sum.
-template <typename Score, typename AddV>
-float WalkPositions(Score score, AddV add_v, int n_kv) {
-  OnlineSoftmax sm;
-  float s[kBlock], ms[kBlock], vs[kBlock];
+// Positions 0..n_kv-1 in blocks of kBlock for G heads: score(p, s) fills position p's scaled K.Q
+// of each head, add_v(p, ms, vs) takes its V row into each head's accumulator with the heads'
+// factors; sm[g] ends with head g's softmax sum.
+template <int G, typename Score, typename AddV>
+void WalkPositions(Score score, AddV add_v, int n_kv, OnlineSoftmax sm[G]) {
+  float s[kBlock][G], ms[kBlock][G], vs[kBlock][G];
   for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
     const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
-    for (int j = 0; j < n; ++j) s[j] = score(p0 + j);
-    for (int j = 0; j < n; ++j) sm.Step(s[j], &ms[j], &vs[j]);
+    for (int j = 0; j < n; ++j) score(p0 + j, s[j]);
+    for (int j = 0; j < n; ++j) {
+      for (int g = 0; g < G; ++g) sm[g].Step(s[j][g], &ms[j][g], &vs[j][g]);
+    }
     for (int j = 0; j < n; ++j) add_v(p0 + j, ms[j], vs[j]);
   }
-  return sm.sum;
+}
+
+// One head: score(p) -> position p's scaled K.Q, add_v(p, ms, vs); returns the softmax sum.
+template <typename Score, typename AddV>
+float WalkPositions(Score score, AddV add_v, int n_kv) {
+  OnlineSoftmax sm[1];
+  WalkPositions<1>([&](int p, float* s) { s[0] = score(p); },
+                   [&](int p, const float* ms, const float* vs) { add_v(p, ms[0], vs[0]); }, n_kv, sm);
+  return sm[0].sum;
+}
+
+// Chunk c (16 values) of an fp16 row, in fp32.
+inline __m512 F16Chunk(const uint16_t* row, int c) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
 }
 
 // The fp16 V accumulator of kC 16-lane chunks (kC = 0: hd / 16 of them, up to 32), kept in
@@ -143,16 +170,19 @@ struct F16Acc {
   explicit F16Acc(int hd) : n(kC == 0 ? hd / 16 : kC) {
     for (int c = 0; c < n; ++c) a[c] = _mm512_setzero_ps();
   }
-  void Add(const uint16_t* vp, float ms, float vs) {
+  F16Acc() : F16Acc(16 * kC) { static_assert(kC > 0, "a size-less accumulator needs a constant kC"); }
+  void Rescale(float ms) {
     if (ms != 1.0f) {
       const __m512 m = _mm512_set1_ps(ms);
       for (int c = 0; c < n; ++c) a[c] = RoundF16(_mm512_mul_ps(a[c], m));
     }
+  }
+  // Chunk c += x * w, rounded to fp16.
+  void Accumulate(int c, __m512 x, __m512 w) { a[c] = RoundF16(_mm512_fmadd_ps(x, w, a[c])); }
+  void Add(const uint16_t* vp, float ms, float vs) {
+    Rescale(ms);
     const __m512 w = _mm512_set1_ps(vs);
-    for (int c = 0; c < n; ++c) {
-      const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + 16 * c)));
-      a[c] = RoundF16(_mm512_fmadd_ps(x, w, a[c]));
-    }
+    for (int c = 0; c < n; ++c) Accumulate(c, F16Chunk(vp, c), w);
   }
   void Store(float inv, float* out) const {
     const __m512 v = _mm512_set1_ps(inv);
@@ -189,61 +219,29 @@ void AttnF16VAnyHd(Score score, const uint16_t* v, size_t v_stride, int n_kv, in
 // went from 7.9 to 6.8 % for bitnet-2b and stayed at 6.3 % for llama-1b (what remains is spread
 // over the score reductions, the scalar softmax steps and the fp16 roundings of V).
 
-// The G scores of position row kp: DotF16Avx512's lanes and tree per head (hd % 64 == 0, no tail).
-template <int G>
-inline void DotF16Group(const uint16_t* kp, const float* const qh[G], int hd, float scale, float s[G]) {
-  __m512 a[G][4];
-  for (int g = 0; g < G; ++g) a[g][0] = a[g][1] = a[g][2] = a[g][3] = _mm512_setzero_ps();
-  for (int i = 0; i < hd; i += 64) {
-    __m512 x[4];
-    for (int c = 0; c < 4; ++c) {
-      x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kp + i + 16 * c)));
-    }
-    for (int g = 0; g < G; ++g) {
-      for (int c = 0; c < 4; ++c) a[g][c] = _mm512_fmadd_ps(x[c], _mm512_loadu_ps(qh[g] + i + 16 * c), a[g][c]);
-    }
-  }
-  for (int g = 0; g < G; ++g) {
-    s[g] = Hsum16Tree(_mm512_add_ps(_mm512_add_ps(a[g][0], a[g][2]), _mm512_add_ps(a[g][1], a[g][3]))) * scale;
-  }
-}
-
 template <int G, int kC>
 void AttnF16Group(const float* const qh[G], const uint16_t* k, size_t k_stride, const uint16_t* v, size_t v_stride,
                   int n_kv, int hd, float scale, float* const out[G]) {
+  F16Acc<kC> acc[G];
+  const auto score = [&](int p, float* s) {
+    DotF16Heads<G>(k + static_cast<size_t>(p) * k_stride, qh, hd, s);
+    for (int g = 0; g < G; ++g) s[g] *= scale;
+  };
+  const auto add_v = [&](int p, const float* ms, const float* vs) {
+    const uint16_t* vp = v + static_cast<size_t>(p) * v_stride;
+    __m512 w[G];
+    for (int g = 0; g < G; ++g) {
+      acc[g].Rescale(ms[g]);
+      w[g] = _mm512_set1_ps(vs[g]);
+    }
+    for (int c = 0; c < kC; ++c) {
+      const __m512 x = F16Chunk(vp, c);  // converted once for the group
+      for (int g = 0; g < G; ++g) acc[g].Accumulate(c, x, w[g]);
+    }
+  };
   OnlineSoftmax sm[G];
-  __m512 acc[G][kC];
-  for (int g = 0; g < G; ++g) {
-    for (int c = 0; c < kC; ++c) acc[g][c] = _mm512_setzero_ps();
-  }
-  float s[kBlock][G], ms[kBlock][G], vs[kBlock][G];
-  for (int p0 = 0; p0 < n_kv; p0 += kBlock) {
-    const int n = n_kv - p0 < kBlock ? n_kv - p0 : kBlock;
-    for (int j = 0; j < n; ++j) DotF16Group<G>(k + static_cast<size_t>(p0 + j) * k_stride, qh, hd, scale, s[j]);
-    for (int j = 0; j < n; ++j) {
-      for (int g = 0; g < G; ++g) sm[g].Step(s[j][g], &ms[j][g], &vs[j][g]);
-    }
-    for (int j = 0; j < n; ++j) {
-      // F16Acc::Add per head: the rescale (skipped where ms is 1, exact), then V.
-      for (int g = 0; g < G; ++g) {
-        if (ms[j][g] != 1.0f) {
-          const __m512 m = _mm512_set1_ps(ms[j][g]);
-          for (int c = 0; c < kC; ++c) acc[g][c] = RoundF16(_mm512_mul_ps(acc[g][c], m));
-        }
-      }
-      const uint16_t* vp = v + static_cast<size_t>(p0 + j) * v_stride;
-      __m512 w[G];
-      for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(vs[j][g]);
-      for (int c = 0; c < kC; ++c) {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vp + 16 * c)));
-        for (int g = 0; g < G; ++g) acc[g][c] = RoundF16(_mm512_fmadd_ps(x, w[g], acc[g][c]));
-      }
-    }
-  }
-  for (int g = 0; g < G; ++g) {
-    const __m512 inv = _mm512_set1_ps(1.0f / sm[g].sum);
-    for (int c = 0; c < kC; ++c) _mm512_storeu_ps(out[g] + 16 * c, _mm512_mul_ps(acc[g][c], inv));
-  }
+  WalkPositions<G>(score, add_v, n_kv, sm);
+  for (int g = 0; g < G; ++g) acc[g].Store(1.0f / sm[g].sum, out[g]);
 }
 
 }  // namespace
