@@ -12,15 +12,21 @@
 
 namespace trine::kernels {
 
-// acc + per lane dot(u8 lane bytes of `codes`, the 4 int8 at p).
+// acc + per lane dot(u8 lane bytes of `codes`, the 4 int8 at p), broadcast by a separate
+// vpbroadcastd (what _mm512_set1_epi32 of a load compiles to).
+inline __m512i DpbusdSet1(__m512i acc, __m512i codes, const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_dpbusd_epi32(acc, codes, _mm512_set1_epi32(v));
+}
+
+// The same sum with the broadcast embedded in the vpdpbusd.
 inline __m512i DpbusdBcast(__m512i acc, __m512i codes, const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(codes), "m"(*static_cast<const int32_t*>(p)));
   return acc;
 #else
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_dpbusd_epi32(acc, codes, _mm512_set1_epi32(v));
+  return DpbusdSet1(acc, codes, p);
 #endif
 }
 
@@ -31,9 +37,7 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i codes, const void* p) {
 template <int T>
 inline __m512i DpbusdAct(__m512i acc, __m512i codes, const void* p) {
   if constexpr (T == 1) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_dpbusd_epi32(acc, codes, _mm512_set1_epi32(v));
+    return DpbusdSet1(acc, codes, p);
   } else {
     return DpbusdBcast(acc, codes, p);
   }

@@ -7,7 +7,6 @@
 // line up with contiguous activation bytes, so no repacking is needed.
 #include <immintrin.h>
 
-#include <cstring>
 #include <vector>
 
 #include "core/fp16.h"

@@ -18,8 +18,6 @@
 // (acc += sumi * (d_w * d_a)), 16 rows wide: bit-identical to GemmRef.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels.h"
 #include "tensor/blocks.h"
 #include "x86/avx512/dpbusd_bcast.h"
