@@ -363,12 +363,21 @@ void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int t0, int T, int
 
 // Q4_0 x Q8_0 on the x16 layout (WeightView::interleave; built at load time): each block of 16
 // rows is 4 lines of 64 bytes already in rows-in-lanes order, so there is no transpose and no
-// gather. Low nibbles are used under 0x0F and high nibbles in place under 0xF0 (16 x q, its own
-// accumulator, shifted out once per block: exact), so a line costs 2 ANDs and 2 vpdpbusd, each
-// against a broadcast of 4 activation bytes (DpbusdAct). qs, corr and da: the pass's Q8_0PassTile.
+// gather. A line costs 2 vpdpbusd per token, each against a broadcast of 4 activation bytes
+// (DpbusdAct). qs, corr and da: the pass's Q8_0PassTile.
+//
+// The high nibbles: at T < kQ4ShiftMinTokens (decode) they are used in place under 0xF0 (16 x q,
+// their own accumulator, shifted out once per block: exact), 2 ANDs a line. From kQ4ShiftMinTokens
+// tokens on they are shifted down once per line (shared by the T tokens) and go into the same
+// accumulator as the low nibbles, which saves a shift and an add per token and block. Prefill is
+// bound by the two vector pipes that run both vpdpbusd and the float multiplies of the block
+// epilogue (Zen 5: 8 vpdpbusd + 2 vmulps per token and block), so every other op per token counts.
+constexpr int kQ4ShiftMinTokens = 4;
+
 template <int T>
 inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const int8_t* qs, const int32_t* corr,
                        const float* da, __m512 out[T]) {
+  constexpr bool kShift = T >= kQ4ShiftMinTokens;
   const size_t scale_bytes = X16ScaleBytes(nb);
   const uint8_t* codes = g + scale_bytes;
   const __m512i m_lo = _mm512_set1_epi8(0x0F), m_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
@@ -386,16 +395,20 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m512i q = _mm512_load_si512(cb + 64 * k);
-      const __m512i ql = _mm512_and_si512(q, m_lo), qh = _mm512_and_si512(q, m_hi);
+      const __m512i ql = _mm512_and_si512(q, m_lo);
+      const __m512i qh = kShift ? _mm512_and_si512(_mm512_srli_epi16(q, 4), m_lo) : _mm512_and_si512(q, m_hi);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         lo[t] = DpbusdAct<T>(lo[t], ql, qs + t * kQK8_0 + 4 * k);
-        hi[t] = DpbusdAct<T>(hi[t], qh, qs + t * kQK8_0 + 16 + 4 * k);
+        // One chain of 8 per token when shifted: the T chains and the next block's (independent)
+        // hide the latency; two chains and an add per block measured no faster.
+        __m512i& h = kShift ? lo[t] : hi[t];
+        h = DpbusdAct<T>(h, qh, qs + t * kQK8_0 + 16 + 4 * k);
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
     for (int t = 0; t < T; ++t) {
-      const __m512i sumi = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
+      const __m512i sumi = kShift ? lo[t] : _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
       // Reference order: sumi * (d_w * d_a).
       out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(da[t]))));
     }
