@@ -33,7 +33,8 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i codes, const void* p) {
 // The form for a kernel pass over T tokens: embedded from 2 tokens on (prefill is bound by the
 // vector pipes), the separate vpbroadcastd for one token. Decode streams its weights from DRAM,
 // and there the embedded form measured slower: bitnet-2b TQ2_0 tg64 at 1 thread, four
-// alternating rounds, 28.0-29.7 tok/s embedded against 29.8-30.8 separate.
+// alternating rounds, 28.0-29.7 tok/s embedded against 29.8-30.8 separate. (The TQ1_0 kernel,
+// bound by its lookups rather than DRAM, embeds at every T: gemm_tq1_vbmi.cc.)
 template <int T>
 inline __m512i DpbusdAct(__m512i acc, __m512i codes, const void* p) {
   if constexpr (T == 1) {
