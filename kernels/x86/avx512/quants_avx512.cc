@@ -243,7 +243,7 @@ Q0Stage& GetQ0Stage() {
 
 // Q4_0 / Q8_0 weights x Q8_0 activations with 16 rows in the lanes; any number of tokens. Up to 4
 // tokens reuse each block from registers; larger batches stage the whole tile once (16 rows x cols
-// bytes, in L1/L2) and run 8 tokens per pass over it.
+// bytes, in L1/L2) and run kBatchTok (16) tokens per pass over it.
 template <bool kQ4>
 void GemmQ0Rows16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                   int64_t r0, int64_t r1, float scale) {
@@ -373,6 +373,10 @@ void GatherQ8_0PassTile(const uint8_t* xq, size_t act_stride, int t0, int T, int
 // bound by the two vector pipes that run both vpdpbusd and the float multiplies of the block
 // epilogue (Zen 5: 8 vpdpbusd + 2 vmulps per token and block), so every other op per token counts.
 constexpr int kQ4ShiftMinTokens = 4;
+// Tokens per pass over a group (GemmQ4_0X16). The token loop below must unroll fully, or the
+// accumulators go to memory (220 GOPS instead of ~580); its pragma covers up to 16.
+constexpr int kQ4PassTokens = 12;
+static_assert(kQ4PassTokens <= 16, "Q4X16Group's token-loop unroll pragma must cover a whole pass");
 
 template <int T>
 inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const int8_t* qs, const int32_t* corr,
@@ -397,7 +401,7 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
       const __m512i q = _mm512_load_si512(cb + 64 * k);
       const __m512i ql = _mm512_and_si512(q, m_lo);
       const __m512i qh = kShift ? _mm512_and_si512(_mm512_srli_epi16(q, 4), m_lo) : _mm512_and_si512(q, m_hi);
-#pragma GCC unroll 12
+#pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
         lo[t] = DpbusdAct<T>(lo[t], ql, qs + t * kQK8_0 + 4 * k);
         // One chain of 8 per token when shifted: the T chains and the next block's (independent)
@@ -417,7 +421,6 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
 
 void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                  int64_t r0, int64_t r1, float scale) {
-  constexpr int kPass = 12;
   const int64_t nb = w.cols / kQK4_0;
   Q8_0ActInfo& info = GetActInfo();
   GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, 8, &info);
@@ -426,9 +429,8 @@ void GemmQ4_0X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int 
   // token, since the high nibbles share the low ones' chain from 4 tokens on); a group (16 rows x
   // cols / 2 bytes) stays in L1/L2 for the next pass. 12 against 8: the per-line loads, masks and
   // shifts are shared by more tokens; llama-1b Q4_0 pp128, three alternating rounds, 244-246 vs
-  // 227-236 tok/s at 1 thread and 424-472 vs 420-450 at 2. (The token loop must unroll fully, or
-  // the accumulators go to memory: 220 GOPS.)
-  ForTokenPasses<kPass>(n_tokens, [&](auto tc, int t0) {
+  // 227-236 tok/s at 1 thread and 424-472 vs 420-450 at 2.
+  ForTokenPasses<kQ4PassTokens>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     GatherQ8_0PassTile(xq, act_stride, t0, T, nb, info, &tile);
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
