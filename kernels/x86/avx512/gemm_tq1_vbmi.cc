@@ -47,12 +47,27 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
     for (int t = 0; t < T; ++t) acc[n][t] = _mm512_setzero_si512();
   }
   // Fully unrolled: the activation offsets are constants and the accumulators stay in registers.
-#pragma GCC unroll 13
-  for (int l = 0; l < kTq1Lines; ++l) {
+  // Software-pipelined: line l + kAhead's load and lookups are issued before line l's vpdpbusd,
+  // so a line's long load -> lookup -> blend -> AND chain overlaps earlier lines' products
+  // instead of queueing behind them. Alternating against the plain order (kernels/README.md):
+  // llama1b.attn_kv/t1 (L2) 44-46 -> 48-49 GB/s, llama-1b TQ1_0 tg64 +9-18 % at 1 thread. Three
+  // lines ahead at 1 and 2 tokens, one at 3 (what its 15 accumulators leave registers for; not
+  // measured on its own), none at 4: with 20 accumulators it spilled (t4 -10 %).
+  const auto decode = [&](int l, __m512i* c, __m512i* c4) {
     pf.Line(l);
     const __m512i q = _mm512_load_si512(lines + 64 * l);
-    const __mmask64 top = _mm512_movepi8_mask(q);
-    const __m512i c = Lookup256(codes_tb, q, top);
+    *c = Lookup256(codes_tb, q, _mm512_movepi8_mask(q));
+    if (l < kTq1QsLines) *c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
+  };
+  constexpr int kAhead = T <= 2 ? 3 : (T == 3 ? 1 : 0);
+  constexpr int kSlots = kAhead + 1;
+  __m512i cq[kSlots], c4q[kSlots];
+  for (int i = 0; i < kSlots; ++i) cq[i] = c4q[i] = _mm512_setzero_si512();
+  for (int i = 0; i < kAhead; ++i) decode(i, &cq[i], &c4q[i]);
+#pragma GCC unroll 13
+  for (int l = 0; l < kTq1Lines; ++l) {
+    if (l + kAhead < kTq1Lines) decode(l + kAhead, &cq[(l + kAhead) % kSlots], &c4q[(l + kAhead) % kSlots]);
+    const __m512i c = cq[l % kSlots], c4 = c4q[l % kSlots];
 #pragma GCC unroll 4
     for (int n = 0; n < 4; ++n) {
       const __m512i cn = _mm512_and_si512(c, m[n]);
@@ -62,7 +77,6 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
       }
     }
     if (l < kTq1QsLines) {  // qs bytes carry a fifth digit
-      const __m512i c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         acc[4][t] = DpbusdBcast(acc[4][t], c4, a[t] + Tq1Element(l, 4, 0));
