@@ -29,11 +29,26 @@
 namespace trine::kernels {
 namespace {
 
+// Lines decoded ahead (Tq1X16Block): three at 1 and 2 tokens, one at 3 (what its 15
+// accumulators leave registers for; not measured on its own), none at 4: with 20 accumulators it
+// spilled (t4 -10 %).
+template <int T>
+constexpr int kTq1Ahead = T <= 2 ? 3 : (T == 3 ? 1 : 0);
+
+// The decoded lines in flight between blocks of a group: slot l holds line l of the next block.
+template <int T>
+struct Tq1Pipe {
+  __m512i c[kTq1Ahead<T> + 1], c4[kTq1Ahead<T> + 1];
+};
+
 // One block of a TQ1_0 x16 group (13 lines) against T tokens' Q8_K blocks: s[t] lane i = sum over
 // the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
+// pipe: this block's first kTq1Ahead lines, already decoded (first: not yet, decode them here);
+// on return, the next block's (has_next: the group has one, right after this block's lines).
 template <int T>
 inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __m512i d4_tb[2],
-                        const int8_t* const a[T], const LinePrefetch& pf, __m512i s[T]) {
+                        const int8_t* const a[T], const LinePrefetch& pf, bool first, bool has_next,
+                        Tq1Pipe<T>& pipe, __m512i s[T]) {
   // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
   // per line, enough independent chains to hide its latency without a second set at T = 1.
   // The activation broadcasts are embedded in the vpdpbusd at every T, decode included (unlike
@@ -47,26 +62,33 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
     for (int t = 0; t < T; ++t) acc[n][t] = _mm512_setzero_si512();
   }
   // Fully unrolled: the activation offsets are constants and the accumulators stay in registers.
-  // Software-pipelined: line l + kAhead's load and lookups are issued before line l's vpdpbusd,
-  // so a line's long load -> lookup -> blend -> AND chain overlaps earlier lines' products
-  // instead of queueing behind them. Alternating against the plain order (kernels/README.md):
-  // llama1b.attn_kv/t1 (L2) 44-46 -> 48-49 GB/s, llama-1b TQ1_0 tg64 +9-18 % at 1 thread. Three
-  // lines ahead at 1 and 2 tokens, one at 3 (what its 15 accumulators leave registers for; not
-  // measured on its own), none at 4: with 20 accumulators it spilled (t4 -10 %).
+  // Software-pipelined across the group's blocks: line l + kAhead's load and lookups are issued
+  // before line l's vpdpbusd, so a line's long load -> lookup -> blend -> AND chain overlaps
+  // earlier lines' products instead of queueing behind them, and the group's lines load at an
+  // even pace over block boundaries. Alternating against the plain line order (kernels/README.md):
+  // llama1b.attn_kv/t1 (L2) 46 -> 51-53 GB/s, dram.1g/t1 25-27 -> 28-35; tg64 at 1 / 2 threads,
+  // bitnet-2b TQ1_0 39-41 / 67-71 vs 34-37 / 60-65 tok/s, llama-1b TQ1_0 69-73 / 123-127 vs
+  // 54-58 / 99-107.
+  // decode(l): line l of this block (l >= kTq1Lines: line l - kTq1Lines of the next one).
   const auto decode = [&](int l, __m512i* c, __m512i* c4) {
     pf.Line(l);
     const __m512i q = _mm512_load_si512(lines + 64 * l);
     *c = Lookup256(codes_tb, q, _mm512_movepi8_mask(q));
-    if (l < kTq1QsLines) *c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
+    if (l % kTq1Lines < kTq1QsLines) *c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
   };
-  constexpr int kAhead = T <= 2 ? 3 : (T == 3 ? 1 : 0);
+  constexpr int kAhead = kTq1Ahead<T>;
   constexpr int kSlots = kAhead + 1;
   __m512i cq[kSlots], c4q[kSlots];
-  for (int i = 0; i < kSlots; ++i) cq[i] = c4q[i] = _mm512_setzero_si512();
-  for (int i = 0; i < kAhead; ++i) decode(i, &cq[i], &c4q[i]);
+  for (int i = 0; i < kSlots; ++i) {
+    cq[i] = pipe.c[i];
+    c4q[i] = pipe.c4[i];
+  }
+  if (first) {
+    for (int i = 0; i < kAhead; ++i) decode(i, &cq[i], &c4q[i]);
+  }
 #pragma GCC unroll 13
   for (int l = 0; l < kTq1Lines; ++l) {
-    if (l + kAhead < kTq1Lines) decode(l + kAhead, &cq[(l + kAhead) % kSlots], &c4q[(l + kAhead) % kSlots]);
+    if (l + kAhead < kTq1Lines || has_next) decode(l + kAhead, &cq[(l + kAhead) % kSlots], &c4q[(l + kAhead) % kSlots]);
     const __m512i c = cq[l % kSlots], c4 = c4q[l % kSlots];
 #pragma GCC unroll 4
     for (int n = 0; n < 4; ++n) {
@@ -82,6 +104,10 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
         acc[4][t] = DpbusdBcast(acc[4][t], c4, a[t] + Tq1Element(l, 4, 0));
       }
     }
+  }
+  for (int i = 0; i < kAhead; ++i) {
+    pipe.c[i] = cq[(kTq1Lines + i) % kSlots];
+    pipe.c4[i] = c4q[(kTq1Lines + i) % kSlots];
   }
   for (int t = 0; t < T; ++t) {
     s[t] = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(acc[0][t], acc[4][t]), _mm512_srai_epi32(acc[1][t], 2)),
@@ -110,11 +136,13 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
     const BlockQ8_K* act[T];
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
     ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
+      Tq1Pipe<T> pipe;
+      for (int i = 0; i <= kTq1Ahead<T>; ++i) pipe.c[i] = pipe.c4[i] = _mm512_setzero_si512();
       TernaryX16Group<T>(gp, next, nb, 64 * kTq1Lines, kTq1NearPrefetch, t0, sums,
                          [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, pf, s);
+                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, pf, b == 0, b + 1 < nb, pipe, s);
                          },
                          out);
     });
