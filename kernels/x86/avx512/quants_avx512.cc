@@ -1000,7 +1000,7 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   TokenLaneScratch& sc = GetScratch();
   TransposeQ8_KActs(xq, act_stride, n_tokens, nb, &sc);
   uint8_t* wb = Grow(&sc.w, static_cast<size_t>(kTileRows * cols));
-  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));  // 8 scales then 8 mins
+  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));  // 8 scales, 4 packed min pairs
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb * 2));       // d, dmin
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
   const __m512i m0f = _mm512_set1_epi8(0x0F);
@@ -1020,7 +1020,11 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
           const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * p)));
           _mm512_storeu_si512(dst + 64 * p, _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4), m0f));
         }
-        _mm512_storeu_si512(ws + (i * nb + b) * 16, _mm512_cvtepu8_epi32(Q4_KScalesMins(blk->scales)));
+        int32_t* e = ws + (i * nb + b) * 16;
+        _mm512_storeu_si512(e, _mm512_cvtepu8_epi32(Q4_KScalesMins(blk->scales)));
+        // The mins as int16 pairs (m_2q, m_2q+1) in e[8 + q], for vpdpwssd below (in place: e[8 + q]
+        // reads e[8 + 2q] and e[9 + 2q], never an entry already overwritten).
+        for (int q = 0; q < 4; ++q) e[8 + q] = e[8 + 2 * q] | (e[9 + 2 * q] << 16);
         wd[(i * nb + b) * 2] = Fp16ToFp32(blk->d);
         wd[(i * nb + b) * 2 + 1] = Fp16ToFp32(blk->dmin);
       }
@@ -1050,13 +1054,20 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
             sumi[i] = _mm512_add_epi32(sumi[i], _mm512_mullo_epi32(s[i], _mm512_set1_epi32(ws[(i * nb + b) * 16 + j])));
           }
         }
+        // summ = sum_j m_j * (bsum_2j + bsum_2j+1): the 32-value sums (|.| <= 4096) packed as
+        // int16 pairs of sub-blocks (2q, 2q + 1), one vpdpwssd per pair against the row's packed
+        // mins (<= 63): 4 ops per row and block where a vpmulld per sub-block was 8 (2 uops each
+        // on Intel cores). Same integers.
+        __m512i pp[4];
+        for (int q = 0; q < 4; ++q) {
+          const __m512i p0 = _mm512_add_epi32(_mm512_loadu_si512(bs + (4 * q) * kGroup), _mm512_loadu_si512(bs + (4 * q + 1) * kGroup));
+          const __m512i p1 = _mm512_add_epi32(_mm512_loadu_si512(bs + (4 * q + 2) * kGroup), _mm512_loadu_si512(bs + (4 * q + 3) * kGroup));
+          pp[q] = _mm512_or_si512(_mm512_and_si512(p0, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(p1, 16));
+        }
         __m512i summ[kTileRows];
-        for (int i = 0; i < kTileRows; ++i) summ[i] = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) {
-          const __m512i pair = _mm512_add_epi32(_mm512_loadu_si512(bs + (2 * j) * kGroup), _mm512_loadu_si512(bs + (2 * j + 1) * kGroup));
-          for (int i = 0; i < kTileRows; ++i) {
-            summ[i] = _mm512_add_epi32(summ[i], _mm512_mullo_epi32(pair, _mm512_set1_epi32(ws[(i * nb + b) * 16 + 8 + j])));
-          }
+        for (int i = 0; i < kTileRows; ++i) {
+          summ[i] = _mm512_setzero_si512();
+          for (int q = 0; q < 4; ++q) summ[i] = _mm512_dpwssd_epi32(summ[i], pp[q], _mm512_set1_epi32(ws[(i * nb + b) * 16 + 8 + q]));
         }
         const __m512 da = _mm512_loadu_ps(sc.dact.data() + base * kGroup);
         for (int i = 0; i < kTileRows; ++i) {
