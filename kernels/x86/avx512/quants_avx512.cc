@@ -1000,7 +1000,7 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   TokenLaneScratch& sc = GetScratch();
   TransposeQ8_KActs(xq, act_stride, n_tokens, nb, &sc);
   uint8_t* wb = Grow(&sc.w, static_cast<size_t>(kTileRows * cols));
-  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));  // 8 scales, 4 packed min pairs
+  int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));  // 8 fp32 scales, 4 min pairs
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb * 2));       // d, dmin
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
   const __m512i m0f = _mm512_set1_epi8(0x0F);
@@ -1022,8 +1022,13 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
         }
         int32_t* e = ws + (i * nb + b) * 16;
         _mm512_storeu_si512(e, _mm512_cvtepu8_epi32(Q4_KScalesMins(blk->scales)));
-        // The mins as int16 pairs (m_2q, m_2q+1) in e[8 + q], for vpdpwssd below (in place: e[8 + q]
-        // reads e[8 + 2q] and e[9 + 2q], never an entry already overwritten).
+        // The scales as fp32 bits in e[0..7] and the mins as int16 pairs (m_2q, m_2q+1) in e[8 + q],
+        // for the kernel below (in place: e[8 + q] reads e[8 + 2q] and e[9 + 2q], never an entry
+        // already overwritten).
+        for (int j = 0; j < 8; ++j) {
+          const float f = static_cast<float>(e[j]);
+          std::memcpy(&e[j], &f, 4);
+        }
         for (int q = 0; q < 4; ++q) e[8 + q] = e[8 + 2 * q] | (e[9 + 2 * q] << 16);
         wd[(i * nb + b) * 2] = Fp16ToFp32(blk->d);
         wd[(i * nb + b) * 2 + 1] = Fp16ToFp32(blk->dmin);
@@ -1039,6 +1044,12 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
         const int32_t* bs = sc.isum.data() + base * 16 * kGroup;
         __m512i sumi[kTileRows];
         for (int i = 0; i < kTileRows; ++i) sumi[i] = _mm512_setzero_si512();
+        // sum_j sc_j * s_j in fp32, exactly: |s_j| <= 32 * 15 * 128 and sc_j <= 63, so each
+        // product is an integer below 2^24 and so is any sum of 4 of them (<= 15.5M); two halves
+        // of 4 sub-blocks, each converted back, give the reference's int32 sumi. A vcvtdq2ps and a
+        // vfmadd per sub-block where vpmulld was 2 uops on Intel's port 0 (FMA also issues on 5).
+        __m512 fsum[kTileRows];
+        for (int i = 0; i < kTileRows; ++i) fsum[i] = _mm512_setzero_ps();
         for (int j = 0; j < 8; ++j) {
           __m512i s[kTileRows];
           for (int i = 0; i < kTileRows; ++i) s[i] = _mm512_setzero_si512();
@@ -1051,7 +1062,14 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
             }
           }
           for (int i = 0; i < kTileRows; ++i) {
-            sumi[i] = _mm512_add_epi32(sumi[i], _mm512_mullo_epi32(s[i], _mm512_set1_epi32(ws[(i * nb + b) * 16 + j])));
+            const __m512 scf = _mm512_castsi512_ps(_mm512_set1_epi32(ws[(i * nb + b) * 16 + j]));
+            fsum[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i]), scf, fsum[i]);
+          }
+          if (j % 4 == 3) {
+            for (int i = 0; i < kTileRows; ++i) {
+              sumi[i] = _mm512_add_epi32(sumi[i], _mm512_cvtps_epi32(fsum[i]));
+              fsum[i] = _mm512_setzero_ps();
+            }
           }
         }
         // summ = sum_j m_j * (bsum_2j + bsum_2j+1): the 32-value sums (|.| <= 4096) packed as
