@@ -836,13 +836,10 @@ inline void Transpose16(__m512i r[16]) {
 // Row r of an x16 Q4_K / Q6_K view in the file's layout (the token-lanes path unpacks plain rows).
 // Line k of a block holds bytes 4k..4k+3 of the 16 rows' blocks, so 16 lines are one 16 x 16
 // dword transpose away from 64 bytes of each row: the whole group is gathered at once into
-// sc->plain and kept for the other rows of the group (the two 8-row tiles that read it). Q4_K's
-// 144-byte block is all lines (36, d and dmin in line 0); Q6_K's first 208 bytes are lines (52) and
-// its d comes from the group's scale header. Bytes as RowData's (tests/kernels check the results
-// against GemmRef), ~10x fewer instructions than its 4-byte copies.
-//
-// The x16 rows of an 8-row tile [r, r + 8): gathered a group at a time when the tile lies in one
-// group (r a multiple of 8, as ops::MatMul's 16-row chunks give), else row by row (RowData).
+// sc->group_rows and kept for the other rows of the group (the two 8-row tiles that read it).
+// Q4_K's 144-byte block is all lines (36, d and dmin in line 0); Q6_K's first 208 bytes are lines
+// (52) and its d comes from the group's scale header. Bytes as RowData's (tests/kernels check the
+// results against GemmRef), ~10x fewer instructions than its 4-byte copies.
 const uint8_t* X16PlainRow(const WeightView& w, int64_t r, TokenLaneScratch* sc) {
   const int64_t g = r / 16;
   uint8_t* plain = Grow(&sc->group_rows, 16 * w.row_bytes);
@@ -875,6 +872,8 @@ const uint8_t* X16PlainRow(const WeightView& w, int64_t r, TokenLaneScratch* sc)
   return plain + static_cast<size_t>(r % 16) * w.row_bytes;
 }
 
+// The x16 rows of an 8-row tile [r, r + 8): gathered a group at a time when the tile lies in one
+// group (r a multiple of 8, as ops::MatMul's 16-row chunks give), else row by row (RowData).
 inline void X16TileRows(const WeightView& w, int64_t r, int64_t r1, int nr, TokenLaneScratch* sc,
                         const uint8_t* rows[kTileRows]) {
   if (r % kTileRows == 0) {
