@@ -276,13 +276,6 @@ void QuantizeActivationsRef(TypeId t, const float* x, int64_t cols, void* dst) {
   }
 }
 
-namespace {
-
-// Where the fp16 scale and the quant bytes sit in a block of a type with an x16 layout.
-struct X16Format {
-  size_t block_bytes, d_off, qs_off, qs_bytes;
-};
-
 X16Format X16FormatOf(TypeId type) {
   if (type == TypeId::kQ4_0) return {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2};
   if (type == TypeId::kTQ1_0) return {sizeof(BlockTQ1_0), offsetof(BlockTQ1_0, d), 0, sizeof(BlockTQ1_0) - 2};
@@ -291,8 +284,6 @@ X16Format X16FormatOf(TypeId type) {
   if (type == TypeId::kQ4_K) return {sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0, sizeof(BlockQ4_K)};
   return {sizeof(BlockTQ2_0), offsetof(BlockTQ2_0, d), 0, kQK_K / 4};  // TQ2_0
 }
-
-}  // namespace
 
 int64_t X16BlockElems(TypeId type) {
   if (type == TypeId::kTQ2_0 || type == TypeId::kTQ1_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K) return kQK_K;

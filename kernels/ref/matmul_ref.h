@@ -49,6 +49,13 @@ struct WeightView {
 
 // Bytes of the scale header of one x16 group (nb blocks), padded to 64.
 inline size_t X16ScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
+// Where the fp16 scale and the quant bytes sit in a block of a type with an x16 layout: the
+// qs_bytes at qs_off are the block's code lines (line k: bytes 4k..4k+3 of the 16 rows), d comes
+// from the group's scale header (Q4_K's lines hold it too).
+struct X16Format {
+  size_t block_bytes, d_off, qs_off, qs_bytes;
+};
+X16Format X16FormatOf(TypeId type);
 // Elements per block of a type with an x16 layout (TQ1_0, TQ2_0, Q4_K: 256, Q4_0: 32), 0 for other types.
 int64_t X16BlockElems(TypeId type);
 // Row r of `w` in the file's row-major layout: w.data + r * row_bytes, or (interleaved layouts)

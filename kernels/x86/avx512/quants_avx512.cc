@@ -29,7 +29,6 @@
 // Decode is bound by memory: each tile prefetches the next one (PrefetchNext).
 #include <immintrin.h>
 
-#include <cstddef>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -792,7 +791,7 @@ struct TokenLaneScratch {
   std::vector<float> wd;      // (8 rows, n_blocks, 2): weight block scales (d, dmin)
   std::vector<uint8_t> plain;  // (8 rows, row_bytes): x16 rows gathered back one by one (RowData)
   std::vector<uint8_t> group_rows;  // (16 rows, row_bytes): one x16 group gathered back (Q4_K, Q6_K)
-  int64_t plain_group = -1;         // the group in `group_rows` (-1: none; reset at each call's entry)
+  int64_t group_rows_of = -1;       // the group in `group_rows` (-1: none; reset at each call's entry)
 };
 
 TokenLaneScratch& GetScratch() {
@@ -834,40 +833,36 @@ inline void Transpose16(__m512i r[16]) {
 }
 
 // Row r of an x16 Q4_K / Q6_K view in the file's layout (the token-lanes path unpacks plain rows).
-// Line k of a block holds bytes 4k..4k+3 of the 16 rows' blocks, so 16 lines are one 16 x 16
-// dword transpose away from 64 bytes of each row: the whole group is gathered at once into
-// sc->group_rows and kept for the other rows of the group (the two 8-row tiles that read it).
-// Q4_K's 144-byte block is all lines (36, d and dmin in line 0); Q6_K's first 208 bytes are lines
-// (52) and its d comes from the group's scale header. Bytes as RowData's (tests/kernels check the
-// results against GemmRef), ~10x fewer instructions than its 4-byte copies.
+// RowData's mapping (X16FormatOf: the code lines, then d from the group's scale header), a whole
+// group at once: line k of a block holds bytes 4k..4k+3 of the 16 rows' blocks, so 16 lines are
+// one 16 x 16 dword transpose away from 64 bytes of each row. The group is kept in
+// sc->group_rows for its other rows (the two 8-row tiles that read it); ~10x fewer instructions
+// than RowData's 4-byte copies. Not for TQ1_0, whose x16 bytes are recoded.
 const uint8_t* X16PlainRow(const WeightView& w, int64_t r, TokenLaneScratch* sc) {
   const int64_t g = r / 16;
   uint8_t* plain = Grow(&sc->group_rows, 16 * w.row_bytes);
-  if (sc->plain_group != g) {
-    const bool q6 = w.type == TypeId::kQ6_K;
-    const size_t block_bytes = q6 ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K);
-    const size_t lines = q6 ? 52 : 36;
+  if (sc->group_rows_of != g) {
+    const X16Format f = X16FormatOf(w.type);
+    const size_t lines = f.qs_bytes / 4;
     const int64_t nb = w.cols / kQK_K;
     const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
     const uint8_t* codes = gp + X16ScaleBytes(nb);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* L = codes + static_cast<size_t>(b) * lines * 64;
-      uint8_t* out = plain + static_cast<size_t>(b) * block_bytes;
+      uint8_t* out = plain + static_cast<size_t>(b) * f.block_bytes;
       for (size_t k0 = 0; k0 < lines; k0 += 16) {
         const size_t n = lines - k0 < 16 ? lines - k0 : 16;
         __m512i v[16];
         for (size_t k = 0; k < 16; ++k) v[k] = k < n ? _mm512_load_si512(L + 64 * (k0 + k)) : _mm512_setzero_si512();
         Transpose16(v);  // v[i]: row i's bytes 4 * k0 .. 4 * (k0 + n) - 1
         const __mmask64 m = n == 16 ? ~uint64_t{0} : (uint64_t{1} << (4 * n)) - 1;
-        for (int i = 0; i < 16; ++i) _mm512_mask_storeu_epi8(out + static_cast<size_t>(i) * w.row_bytes + 4 * k0, m, v[i]);
-      }
-      if (q6) {
         for (int i = 0; i < 16; ++i) {
-          std::memcpy(out + static_cast<size_t>(i) * w.row_bytes + offsetof(BlockQ6_K, d), gp + 32 * b + 2 * i, 2);
+          _mm512_mask_storeu_epi8(out + static_cast<size_t>(i) * w.row_bytes + f.qs_off + 4 * k0, m, v[i]);
         }
       }
+      for (int i = 0; i < 16; ++i) std::memcpy(out + static_cast<size_t>(i) * w.row_bytes + f.d_off, gp + 32 * b + 2 * i, 2);
     }
-    sc->plain_group = g;
+    sc->group_rows_of = g;
   }
   return plain + static_cast<size_t>(r % 16) * w.row_bytes;
 }
@@ -937,7 +932,7 @@ void GemmQ6_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb));
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
-  sc.plain_group = -1;  // as Q4_K
+  sc.group_rows_of = -1;  // as Q4_K
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
@@ -1006,7 +1001,7 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   // x16 rows (decode's layout) are gathered back to plain rows first, a group at a time
   // (X16PlainRow). Row by row with 4-byte copies (RowData) that was 11 % of the GEMM's samples
   // in llama-1b Q4_K pp128 (kernels/README.md).
-  sc.plain_group = -1;
+  sc.group_rows_of = -1;
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
