@@ -31,20 +31,35 @@ constexpr int Tq1Element(int l, int n, int p) {
   return l < 8 ? 32 * n + 4 * l + p : (l < kTq1QsLines ? 160 + 16 * n + 4 * (l - 8) + p : 240 + 4 * n + p);
 }
 
-// The layout does not keep the file's byte values: the loader recodes each byte (Tq1Codec) so
-// that digit 4 is a function of the byte's low 7 bits. vpermi2b indexes 128 entries with those
-// bits, so digit 4 costs one lookup instead of a 256-entry lookup's two plus a blend (digits 0-3
-// still take the 256-entry lookup: no code lets four digits depend on 7 bits). It works because 243
-// digit tuples fit in 128 pairs of bytes (b, b | 0x80) that share digit 4: each of the three
-// digit-4 classes has 81 tuples, 40 pairs and a single, 123 pairs in all.
+// The layout does not keep the file's byte values: the loader recodes each byte (Tq1Codec) into
+// a layout byte e = r | s << 6 | t << 7 whose digits are cheap to look up with AVX-512 VBMI, where
+// vpermb (64 entries, 1 uop) is much cheaper than vpermi2b (128 entries; 3 uops, 2 cycles of
+// port 5 on Intel cores):
+//   digit 4          = digit4[r]                                  (one vpermb)
+//   digits 0..3 code = low7[e & 0x7F] + (t ? top[r] : 0)          (one vpermi2b, one zero-masked
+//                                                                  vpermb, one byte add)
+// (digit n at bits 2n, the TQ2_0 code-byte form the int8-dot kernels consume in place under
+// masks), against two vpermi2b and a blend for a 256-entry table plus one for digit 4 before.
+// So each r (64 values) is a "group" of four layout bytes with one digit 4 and the digits-0..3
+// tuples {a, c, a + Q, c + Q} (a = low7 of s = 0, c = of s = 1, Q = top[r]): the code needs the
+// 81 tuples of each digit-4 value split into such groups. With 9 = the 3 x 3 square of two
+// digits, its centre o aside, the 8 others are two groups: the corners {(0,0), (2,0), (0,2),
+// (2,2)} (a = (0,0), c = (0,2), Q = (2,0)) and the edges {(1,0), (2,1), (0,1), (1,2)} (a = (1,0),
+// c = (0,1), Q = (1,1)). Digits (0,1) x digits (2,3) = 81 = C x C + C x {o} + {o} x C + (o, o)
+// (C = the 8 non-centre points): 8 x 2 groups {x} x G, 2 groups G x {o}, 2 groups {o} x G and the
+// centre alone, 21 groups per digit-4 value, 63 of the 64 r (r = 63 repeats r = 20, unused).
+// (Why this shape: each group's digit sums are even, and so are the square's once o is out.)
 //
-// Layout byte e -> digits 0..3 as 2-bit fields (digit n at bits 2n, the TQ2_0 code-byte form the
-// int8-dot kernels consume in place under masks); e & 0x7F -> digit 4; file byte -> e; and e -> the
-// byte the quantizer writes for e's digits (RowData gives the file's rows back with it: every byte
-// a quantizer writes comes back as itself, the 13 others as the byte of the same five digits).
+// recode maps file byte -> e (the lowest layout byte with its five digits); file_byte maps e ->
+// the byte the quantizer writes for e's digits (RowData gives the file's rows back with it: every
+// byte a quantizer writes comes back as itself, the 13 others as the byte of the same five
+// digits). digits0123 (all 8 bits) and digit4 (low 7 bits, 128 entries) are the same decode as
+// single tables, for the AMX spread and the tests.
 struct Tq1Codec {
   alignas(64) std::array<uint8_t, 256> digits0123;
   alignas(64) std::array<uint8_t, 128> digit4;
+  alignas(64) std::array<uint8_t, 128> low7;
+  alignas(64) std::array<uint8_t, 64> top;
   std::array<uint8_t, 256> recode;
   std::array<uint8_t, 256> file_byte;
 };
@@ -59,28 +74,49 @@ constexpr int Tq1Value(uint8_t q) {
 
 constexpr uint8_t Tq1QuantizerByte(int v) { return static_cast<uint8_t>((v * 256 + 242) / 243); }
 
+// Digits (d0, d1, d2, d3) as the code byte d0 + 4 d1 + 16 d2 + 64 d3.
+constexpr uint8_t Tq1Code(int d0, int d1, int d2, int d3) { return static_cast<uint8_t>(d0 | d1 << 2 | d2 << 4 | d3 << 6); }
+
 constexpr Tq1Codec MakeTq1Codec() {
   Tq1Codec c{};
-  // Layout byte of each value v (0..242): the values with digit 4 = d (v % 3 == d) take slots in
-  // order, two values per slot (layout bytes s and s | 0x80), slot s's digit 4 being d.
-  std::array<uint8_t, 243> byte_of{};
-  int slot = 0;
-  for (int d = 0; d < 3; ++d) {
-    for (int k = 0; k < 81; ++k) {
-      const int v = 3 * k + d;
-      byte_of[static_cast<size_t>(v)] = static_cast<uint8_t>(slot + (k % 2 == 0 ? 0 : 0x80));
-      c.digit4[static_cast<size_t>(slot)] = static_cast<uint8_t>(d);
-      if (k % 2 == 1 || k == 80) ++slot;
+  // The 3 x 3 square's two groups as (a, c, Q), each point a digit pair (x, y).
+  constexpr int kSquare[2][3][2] = {{{0, 0}, {0, 2}, {2, 0}}, {{1, 0}, {0, 1}, {1, 1}}};
+  constexpr int kNonCentre[8][2] = {{0, 0}, {1, 0}, {2, 0}, {0, 1}, {2, 1}, {0, 2}, {1, 2}, {2, 2}};
+  for (int r = 0; r < 64; ++r) {
+    const int g = r < 63 ? r % 21 : 20;  // group within its digit-4 value
+    int a[4] = {1, 1, 1, 1}, cc[4] = {1, 1, 1, 1}, q[4] = {0, 0, 0, 0};  // centre (g = 20)
+    if (g < 16) {  // {x} x G: digits 0,1 fixed to x, the group in digits 2,3
+      const int* x = kNonCentre[g / 2];
+      const auto& G = kSquare[g % 2];
+      a[0] = cc[0] = x[0];
+      a[1] = cc[1] = x[1];
+      a[2] = G[0][0], a[3] = G[0][1], cc[2] = G[1][0], cc[3] = G[1][1], q[2] = G[2][0], q[3] = G[2][1];
+    } else if (g < 20) {  // G x {o} (g = 16, 17) or {o} x G (g = 18, 19)
+      const auto& G = kSquare[g % 2];
+      const int k = g < 18 ? 0 : 2;
+      a[k] = G[0][0], a[k + 1] = G[0][1], cc[k] = G[1][0], cc[k + 1] = G[1][1], q[k] = G[2][0], q[k + 1] = G[2][1];
     }
+    c.low7[static_cast<size_t>(r)] = Tq1Code(a[0], a[1], a[2], a[3]);
+    c.low7[static_cast<size_t>(r + 64)] = Tq1Code(cc[0], cc[1], cc[2], cc[3]);
+    c.top[static_cast<size_t>(r)] = Tq1Code(q[0], q[1], q[2], q[3]);
+    c.digit4[static_cast<size_t>(r)] = c.digit4[static_cast<size_t>(r + 64)] = static_cast<uint8_t>(r < 63 ? r / 21 : 0);
   }
-  for (int v = 0; v < 243; ++v) {
-    const uint8_t e = byte_of[static_cast<size_t>(v)], q = Tq1QuantizerByte(v);
-    uint8_t packed = 0;
-    for (int n = 0; n < 4; ++n) packed = static_cast<uint8_t>(packed | (Tq1Digit(q, n) << (2 * n)));
-    c.digits0123[e] = packed;
-    c.file_byte[e] = q;
+  // Layout byte -> its digits, and each five-digit value's lowest layout byte.
+  std::array<int, 243> byte_of{};
+  for (int v = 0; v < 243; ++v) byte_of[static_cast<size_t>(v)] = -1;
+  for (int e = 0; e < 256; ++e) {
+    const size_t lo = static_cast<size_t>(e & 0x7F), r = static_cast<size_t>(e & 0x3F);
+    const uint8_t code = static_cast<uint8_t>(c.low7[lo] + (e >= 0x80 ? c.top[r] : 0));
+    c.digits0123[static_cast<size_t>(e)] = code;
+    int v = 0;
+    for (int n = 0; n < 4; ++n) v = 3 * v + ((code >> (2 * n)) & 3);
+    v = 3 * v + c.digit4[lo];
+    if (byte_of[static_cast<size_t>(v)] < 0) byte_of[static_cast<size_t>(v)] = e;
+    c.file_byte[static_cast<size_t>(e)] = Tq1QuantizerByte(v);
   }
-  for (int q = 0; q < 256; ++q) c.recode[static_cast<size_t>(q)] = byte_of[static_cast<size_t>(Tq1Value(static_cast<uint8_t>(q)))];
+  for (int q = 0; q < 256; ++q) {
+    c.recode[static_cast<size_t>(q)] = static_cast<uint8_t>(byte_of[static_cast<size_t>(Tq1Value(static_cast<uint8_t>(q)))]);
+  }
   return c;
 }
 

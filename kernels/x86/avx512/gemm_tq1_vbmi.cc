@@ -6,14 +6,15 @@
 // memory and 22 % more bytes read per decoded token. Decoding base-3 bytes costs more instructions
 // than TQ2_0's masks; decode is then bound by memory and these instructions at once.
 //
-// Decode of a 64-byte line (16 rows x 4 recoded bytes, Tq1Codec): two vpermi2b lookups, one per
-// 128-entry half of a 256-entry table, plus a blend on the byte's top bit turn every byte into
-// the TQ2_0 code-byte form of its digits 0..3 (digit n at bits 2n); one more vpermi2b on the low 7
-// bits gives digit 4. The code byte is then used exactly like a TQ2_0 line: under the masks 0x03,
-// 0x0C, 0x30, 0xC0, one vpdpbusd per digit against the broadcast 4 activation bytes of the
-// matching elements, one accumulator per digit position with the 4^n scale shifted out once per
-// block (exact). Per 64 bytes (320 weights): 3 lookups, 1 blend, 4 ANDs and 5 vpdpbusd per
-// token, no horizontal reductions.
+// Decode of a 64-byte line (16 rows x 4 recoded bytes, Tq1Codec): one vpermi2b on the low 7 bits
+// plus a zero-masked vpermb under the top bit and a byte add turn every byte into the TQ2_0
+// code-byte form of its digits 0..3 (digit n at bits 2n); one vpermb on the low 6 bits gives
+// digit 4 (on Intel cores vpermi2b costs two cycles of port 5, vpermb one). The code byte is then
+// used exactly like a TQ2_0 line: under the masks 0x03, 0x0C, 0x30, 0xC0, one vpdpbusd per digit
+// against the broadcast 4 activation bytes of the matching elements, one accumulator per digit
+// position with the 4^n scale shifted out once per block (exact). Per 64 bytes (320 weights):
+// 1 vpermi2b, 2 vpermb, 1 add, 1 mask move, 4 ANDs and 5 vpdpbusd per token, no horizontal
+// reductions.
 // Integer sums are exact, and the float combination per block is the reference's
 // (acc += sumi * (d_w * d_a)), 16 rows wide: bit-identical to GemmRef.
 #include <immintrin.h>
@@ -21,13 +22,18 @@
 #include "kernels.h"
 #include "tensor/blocks.h"
 #include "x86/avx512/dpbusd_bcast.h"
-#include "x86/avx512/lookup256_vbmi.h"
 #include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 #include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 namespace {
+
+// The layout byte's decode tables (Tq1Codec): digits 0-3 = low7[e & 0x7F] + (top bit ? top[e & 0x3F]
+// : 0), digit 4 = digit4[e & 0x3F].
+struct Tq1Tables {
+  __m512i low7[2], top, digit4;
+};
 
 // Lines decoded ahead (Tq1X16Block): three at 1 and 2 tokens, one at 3 (what its 15
 // accumulators leave registers for; not measured on its own), none at 4: with 20 accumulators it
@@ -46,7 +52,7 @@ struct Tq1Pipe {
 // pipe: this block's first kTq1Ahead lines, already decoded (first: not yet, decode them here);
 // on return, the next block's (has_next: the group has one, right after this block's lines).
 template <int T>
-inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __m512i d4_tb[2],
+inline void Tq1X16Block(const uint8_t* lines, const Tq1Tables& tb,
                         const int8_t* const a[T], const LinePrefetch& pf, bool first, bool has_next,
                         Tq1Pipe<T>& pipe, __m512i s[T]) {
   // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
@@ -73,8 +79,9 @@ inline void Tq1X16Block(const uint8_t* lines, const Table256& codes_tb, const __
   const auto decode = [&](int l, __m512i* c, __m512i* c4) {
     pf.Line(l);
     const __m512i q = _mm512_load_si512(lines + 64 * l);
-    *c = Lookup256(codes_tb, q, _mm512_movepi8_mask(q));
-    if (l % kTq1Lines < kTq1QsLines) *c4 = _mm512_permutex2var_epi8(d4_tb[0], q, d4_tb[1]);  // the low 7 bits suffice
+    const __m512i low = _mm512_permutex2var_epi8(tb.low7[0], q, tb.low7[1]);
+    *c = _mm512_add_epi8(low, _mm512_maskz_permutexvar_epi8(_mm512_movepi8_mask(q), q, tb.top));
+    if (l % kTq1Lines < kTq1QsLines) *c4 = _mm512_permutexvar_epi8(q, tb.digit4);  // the low 6 bits suffice
   };
   constexpr int kAhead = kTq1Ahead<T>;
   constexpr int kSlots = kAhead + 1;
@@ -129,8 +136,9 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  const Table256 codes_tb = LoadTable256(kTq1Codec.digits0123.data());
-  const __m512i d4_tb[2] = {_mm512_load_si512(kTq1Codec.digit4.data()), _mm512_load_si512(kTq1Codec.digit4.data() + 64)};
+  const Tq1Tables tb = {{_mm512_load_si512(kTq1Codec.low7.data()), _mm512_load_si512(kTq1Codec.low7.data() + 64)},
+                        _mm512_load_si512(kTq1Codec.top.data()),
+                        _mm512_load_si512(kTq1Codec.digit4.data())};
   ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     const BlockQ8_K* act[T];
@@ -142,7 +150,7 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
                          [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq1X16Block<T>(lines, codes_tb, d4_tb, a, pf, b == 0, b + 1 < nb, pipe, s);
+                           Tq1X16Block<T>(lines, tb, a, pf, b == 0, b + 1 < nb, pipe, s);
                          },
                          out);
     });
