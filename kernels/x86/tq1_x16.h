@@ -122,4 +122,18 @@ constexpr Tq1Codec MakeTq1Codec() {
 
 inline constexpr Tq1Codec kTq1Codec = MakeTq1Codec();
 
+// Every file byte's recoded byte decodes (digits0123, digit4) to the file byte's five digits: a
+// broken group table fails the build, not only Tq1X16.CodecKeepsEveryByteValuesDigits.
+constexpr bool Tq1CodecKeepsDigits() {
+  for (int q = 0; q < 256; ++q) {
+    const uint8_t b = static_cast<uint8_t>(q), e = kTq1Codec.recode[b];
+    for (int n = 0; n < 4; ++n) {
+      if (((kTq1Codec.digits0123[e] >> (2 * n)) & 3) != Tq1Digit(b, n)) return false;
+    }
+    if (kTq1Codec.digit4[e & 0x7F] != Tq1Digit(b, 4)) return false;
+  }
+  return true;
+}
+static_assert(Tq1CodecKeepsDigits(), "Tq1Codec must give every file byte's digits back");
+
 }  // namespace trine::kernels

@@ -15,7 +15,7 @@
 // reference's exact sumi, and the float combination (acc += sumi * (d_w * d_a), block by block,
 // then * tensor_scale * scale) runs 16 rows wide in the reference's order: bit-identical to GemmRef.
 //
-// TQ1_0 x16 (kernels/x86/tq1_x16.h, 13 lines per block) runs the same tiles: vpermi2b lookups
+// TQ1_0 x16 (kernels/x86/tq1_x16.h, 13 lines per block) runs the same tiles: byte-table lookups
 // spread each line's base-3 bytes into its 4 (qh: 4, qs: 5) digit planes, the 64 spread lines of a
 // block fill the 4 B tiles (shift plane n: digit n of lines 0..12, then digit 4 of lines 3n ..
 // 3n+2), and the activation copy is permuted to match (Tq1Quad).
