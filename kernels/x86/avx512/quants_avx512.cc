@@ -19,7 +19,9 @@
 //    unpacked to unsigned bytes and dotted with the token's activations (vpmaddubsw, then
 //    vpdpwssd against the per-16/32 scales), the 8 per-row int32 vectors are reduced together by
 //    one transpose-add tree, and the float combination runs with one row per lane.
-//  * Q4_K / Q6_K from kTokenLaneMin tokens (prefill): token lanes. Activations of 16 tokens are
+//  * Q4_K on the x16 layout from kTokenLaneMin tokens (prefill): 16 rows in the lanes, 8 tokens
+//    per pass over a group while it is in L1/L2 (GemmQ4_KX16Prefill).
+//  * Q4_K (file rows) / Q6_K from kTokenLaneMin tokens (prefill): token lanes. Activations of 16 tokens are
 //    interleaved 4 bytes at a time (a transposed copy made once per call), each weight row is
 //    unpacked once to bytes, and every 4 weights are broadcast against 16 tokens with one vpdpbusd;
 //    the float combination runs with one token per lane.
@@ -718,6 +720,131 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
   });
 }
 
+// Q4_K x Q8_K prefill on the x16 layout: the lines of Q4KX16Group, used by kQ4KPassTokens tokens
+// at a time, with three changes that only pay off when many tokens share each line:
+//  * the high nibbles are shifted down once per line (shared by the tokens) instead of used in
+//    place under 0xF0 and shifted out per token;
+//  * the sub-block scale step is exact fp32 (one vcvtdq2ps and one vfmadd per sub-block and
+//    token, a float sum per 4 sub-blocks: |s| <= 32 * 15 * 128 and sc <= 63, so every product and
+//    every sum of 4 is an integer below 2^24) instead of a vpmulld (2 uops on Intel's port 0);
+//  * the min term runs once per block and token, 4 vpdpwssd of the rows' packed (m_2q, m_2q+1)
+//    against the token's packed 32-value sums (`pairs`, Q4KBsumPairs).
+// The reference's sumi and summ, then its float order, 16 rows wide: bit-identical to GemmRef.
+template <int T>
+inline void Q4KX16PrefillGroup(const uint8_t* g, int64_t nb, const BlockQ8_K* const act[T], const int32_t* const pairs[T],
+                               __m512 out[T]) {
+  constexpr int kLines = 36;
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i mff = _mm512_set1_epi32(0xFF), mff00 = _mm512_set1_epi32(0xFF00);
+  const uint8_t* codes = g + X16ScaleBytes(nb);
+  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* L = codes + static_cast<size_t>(b) * kLines * 64;
+    __m512 fsum[T];
+    for (int t = 0; t < T; ++t) fsum[t] = _mm512_setzero_ps();
+    alignas(64) int32_t half[T][16];  // sumi of sub-blocks 0-3 (the first two j)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      __m512i lo[T], hi[T];
+      for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i q = _mm512_load_si512(L + 64 * (4 + 8 * j + k));
+        const __m512i ql = _mm512_and_si512(q, m0f), qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m0f);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          lo[t] = DpbusdAct<T>(lo[t], ql, act[t][b].qs + 64 * j + 4 * k);
+          hi[t] = DpbusdAct<T>(hi[t], qh, act[t][b].qs + 64 * j + 32 + 4 * k);
+        }
+      }
+      // Sub-blocks 2j and 2j + 1: scale bytes (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47
+      // (Q4KX16Group's unpacking, redone per j from lines 1-3 to keep registers for the sums).
+      const __m512i u0 = _mm512_load_si512(L + 64), u2 = _mm512_load_si512(L + 192);
+      const __m512i scv = j < 2 ? _mm512_and_si512(u0, m3f)
+                                : _mm512_or_si512(_mm512_and_si512(u2, m0f), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m30));
+      const unsigned sh0 = static_cast<unsigned>(8 * ((2 * j) % 4));
+      const __m512 sc_lo = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(scv, sh0), mff));
+      const __m512 sc_hi = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(scv, sh0 + 8), mff));
+      for (int t = 0; t < T; ++t) {
+        fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo[t]), sc_lo, fsum[t]);
+        fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi[t]), sc_hi, fsum[t]);
+      }
+      if (j == 1) {
+        for (int t = 0; t < T; ++t) {
+          _mm512_store_si512(half[t], _mm512_cvtps_epi32(fsum[t]));
+          fsum[t] = _mm512_setzero_ps();
+        }
+      }
+    }
+    // The mins as int16 pairs (m_2q, m_2q + 1) per dword lane: q = 0, 1 from m03, 2, 3 from m47.
+    const __m512i u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
+    const __m512i m03 = _mm512_and_si512(u1, m3f);
+    const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f),
+                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), m30));
+    const auto pair = [&](__m512i v) { return _mm512_or_si512(_mm512_and_si512(v, mff), _mm512_slli_epi32(_mm512_and_si512(v, mff00), 8)); };
+    const __m512i mp[4] = {pair(m03), pair(_mm512_srli_epi32(m03, 16)), pair(m47), pair(_mm512_srli_epi32(m47, 16))};
+    // d and dmin: the low and high halves of line 0's dwords.
+    const __m512i dd = _mm512_load_si512(L);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+    const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+    for (int t = 0; t < T; ++t) {
+      const __m512i sumi = _mm512_add_epi32(_mm512_load_si512(half[t]), _mm512_cvtps_epi32(fsum[t]));
+      __m512i summ = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) summ = _mm512_dpwssd_epi32(summ, mp[q], _mm512_set1_epi32(pairs[t][4 * b + q]));
+      const __m512 da = _mm512_set1_ps(act[t][b].d);
+      const __m512 d = _mm512_mul_ps(dw, da), dmin = _mm512_mul_ps(dmw, da);
+      // Reference order: acc += d * sumi - dmin * summ.
+      out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi)),
+                                                   _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+    }
+  }
+}
+
+// Tokens per pass of GemmQ4_KX16Prefill.
+constexpr int kQ4KPassTokens = 8;
+
+// Each token's 32-value activation sums of a block, packed as int16 pairs of sub-blocks (2q, 2q + 1)
+// (|sum| <= 32 * 128 fits): pairs[(t * nb + b) * 4 + q].
+std::vector<int32_t>& Q4KBsumPairs(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb) {
+  thread_local std::vector<int32_t> pairs;
+  pairs.resize(static_cast<size_t>(n_tokens) * static_cast<size_t>(nb) * 4);
+  for (int t = 0; t < n_tokens; ++t) {
+    const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t));
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int q = 0; q < 4; ++q) {
+        const int16_t* bs = a[b].bsums + 4 * q;
+        const int32_t p0 = bs[0] + bs[1], p1 = bs[2] + bs[3];
+        pairs[(static_cast<size_t>(t) * static_cast<size_t>(nb) + static_cast<size_t>(b)) * 4 + static_cast<size_t>(q)] =
+            static_cast<int32_t>((static_cast<uint32_t>(p0) & 0xFFFFu) | (static_cast<uint32_t>(p1) << 16));
+      }
+    }
+  }
+  return pairs;
+}
+
+// Q4_K prefill on the x16 layout: group by group, every pass of kQ4KPassTokens tokens over the group
+// while it is in L1/L2 (a group is 16 rows x cols * 9 / 16 bytes).
+void GemmQ4_KX16Prefill(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y,
+                        int64_t ldy, int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  const std::vector<int32_t>& pairs = Q4KBsumPairs(xq, act_stride, n_tokens, nb);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    ForTokenPasses<kQ4KPassTokens>(n_tokens, [&](auto tc, int t0) {
+      constexpr int T = decltype(tc)::value;
+      const BlockQ8_K* act[T];
+      const int32_t* pt[T];
+      for (int t = 0; t < T; ++t) {
+        act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+        pt[t] = pairs.data() + static_cast<size_t>(t0 + t) * static_cast<size_t>(nb) * 4;
+      }
+      ForX16Groups<T>(w, t0, y, ldy, lo, hi, scale, [&](const uint8_t* gp, const uint8_t*, __m512* out) {
+        Q4KX16PrefillGroup<T>(gp, nb, act, pt, out);
+      });
+    });
+  }
+}
+
 // The K-quant x16 layouts (Q4_K, Q6_K) below kTokenLaneMin tokens: up to 4 tokens per pass over a
 // group (a group stays in L2).
 template <TypeId kType>
@@ -832,7 +959,7 @@ inline void Transpose16(__m512i r[16]) {
   }
 }
 
-// Row r of an x16 Q4_K / Q6_K view in the file's layout (the token-lanes path unpacks plain rows).
+// Row r of an x16 Q4_K / Q6_K view in the file's layout (the Q6_K token-lanes path unpacks plain rows).
 // RowData's mapping (X16FormatOf: the code lines, then d from the group's scale header), a whole
 // group at once: line k of a block holds bytes 4k..4k+3 of the 16 rows' blocks, so 16 lines are
 // one 16 x 16 dword transpose away from 64 bytes of each row. The group is kept in
@@ -932,7 +1059,7 @@ void GemmQ6_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   int32_t* ws = Grow(&sc.wsc, static_cast<size_t>(kTileRows * nb * 16));
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb));
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
-  sc.group_rows_of = -1;  // as Q4_K
+  sc.group_rows_of = -1;  // a new call: the group X16PlainRow kept may be another matrix's
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
@@ -998,14 +1125,10 @@ void GemmQ4_KTokenLanes(const WeightView& w, const uint8_t* xq, size_t act_strid
   float* wd = Grow(&sc.wd, static_cast<size_t>(kTileRows * nb * 2));       // d, dmin
   const int n_groups = (n_tokens + kGroup - 1) / kGroup;
   const __m512i m0f = _mm512_set1_epi8(0x0F);
-  // x16 rows (decode's layout) are gathered back to plain rows first, a group at a time
-  // (X16PlainRow). Row by row with 4-byte copies (RowData) that was 11 % of the GEMM's samples
-  // in llama-1b Q4_K pp128 (kernels/README.md).
-  sc.group_rows_of = -1;
+  // File rows only: the x16 layout has its own prefill kernel (GemmQ4_KX16Prefill).
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const uint8_t* rows[kTileRows];
     const int nr = TileRows(w, r, r1, rows);
-    if (w.interleave == 16) X16TileRows(w, r, r1, nr, &sc, rows);
     for (int i = 0; i < kTileRows; ++i) {
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(rows[i] + static_cast<size_t>(b) * sizeof(BlockQ4_K));
@@ -1116,8 +1239,10 @@ void GemmQ8_0Avx512(const WeightView& w, const uint8_t* xq, size_t act_stride, i
 
 void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  if (n_tokens >= kTokenLaneMin) {
-    GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);  // gathers x16 rows itself
+  if (n_tokens >= kTokenLaneMin && w.interleave == 16) {
+    GemmQ4_KX16Prefill(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else if (n_tokens >= kTokenLaneMin) {
+    GemmQ4_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   } else if (w.interleave == 16) {
     GemmKQuantX16<TypeId::kQ4_K>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
   } else {
