@@ -643,6 +643,37 @@ inline void DotQ4_KBlock(const BlockQ4_K* blk, const __m512i a[4], __m256i bsums
   *sumi = s;
 }
 
+// The 6-bit scales and mins of a Q4_K x16 block's 16 rows (lines 1-3 at L + 64, the reference's
+// byte masks): byte k of sc03 / sc47 / m03 / m47 belongs to sub-block k / 4 + k.
+struct Q4KX16ScalesMins {
+  __m512i sc03, sc47, m03, m47;
+};
+
+inline Q4KX16ScalesMins UnpackQ4KX16ScalesMins(const uint8_t* L) {
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i u0 = _mm512_load_si512(L + 64), u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
+  return {_mm512_and_si512(u0, m3f),
+          _mm512_or_si512(_mm512_and_si512(u2, m0f), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m30)),
+          _mm512_and_si512(u1, m3f),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f), _mm512_and_si512(_mm512_srli_epi32(u1, 2), m30))};
+}
+
+// The block's float step for T tokens: d and dmin are the low and high halves of line 0's dwords;
+// reference order acc += d * sumi - dmin * summ, with d = d_w * d_a.
+template <int T>
+inline void Q4KX16BlockOut(const uint8_t* L, const BlockQ8_K* const act[T], int64_t b, const __m512i sumi[T],
+                           const __m512i summ[T], __m512 out[T]) {
+  const __m512i dd = _mm512_load_si512(L);
+  const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+  const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  for (int t = 0; t < T; ++t) {
+    const __m512 da = _mm512_set1_ps(act[t][b].d);
+    const __m512 d = _mm512_mul_ps(dw, da), dmin = _mm512_mul_ps(dmw, da);
+    out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[t])),
+                                                 _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t]))));
+  }
+}
+
 // Q4_K x Q8_K on the x16 layout (WeightView::interleave; built at load time): a block of 16 rows
 // is 36 lines of 64 bytes in rows-in-lanes order, line k holding bytes 4k..4k+3 of each row's
 // 144-byte block: d and dmin in line 0, the 12 packed scale bytes in lines 1-3, qs in lines 4-35
@@ -657,7 +688,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
                         int t0, __m512 out[T]) {
   constexpr int kLines = 36;
   const __m512i m0f = _mm512_set1_epi8(0x0F), mf0 = _mm512_set1_epi8(static_cast<char>(0xF0));
-  const __m512i m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30), mff = _mm512_set1_epi32(0xFF);
+  const __m512i mff = _mm512_set1_epi32(0xFF);
   const BlockQ8_K* act[T];
   for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
@@ -666,12 +697,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
   // prefetches here, the rest below.
   ForX16Blocks(g, next, nb, kLines * 64, 2 * kLines * 64, [&](int64_t b, const uint8_t* L, const LinePrefetch& pf) {
     for (int k = 0; k < 4; ++k) pf.Line(k);
-    // Scales and mins: byte k of sc03 / sc47 / m03 / m47 belongs to sub-block k / 4 + k.
-    const __m512i u0 = _mm512_load_si512(L + 64), u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
-    const __m512i sc03 = _mm512_and_si512(u0, m3f), m03 = _mm512_and_si512(u1, m3f);
-    const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, m0f), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m30));
-    const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f),
-                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), m30));
+    const Q4KX16ScalesMins sm = UnpackQ4KX16ScalesMins(L);
     __m512i sumi[T], summ[T];
     for (int t = 0; t < T; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -690,7 +716,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
         }
       }
       // Sub-blocks 2j and 2j + 1: scale bytes k = (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47.
-      const __m512i scv = j < 2 ? sc03 : sc47, mv = j < 2 ? m03 : m47;
+      const __m512i scv = j < 2 ? sm.sc03 : sm.sc47, mv = j < 2 ? sm.m03 : sm.m47;
       const unsigned sh0 = static_cast<unsigned>(8 * ((2 * j) % 4)), sh1 = sh0 + 8;
       const __m512i sc_lo = _mm512_and_si512(_mm512_srli_epi32(scv, sh0), mff);
       const __m512i sc_hi = _mm512_and_si512(_mm512_srli_epi32(scv, sh1), mff);
@@ -706,17 +732,7 @@ inline void Q4KX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const
         summ[t] = _mm512_add_epi32(summ[t], _mm512_add_epi32(_mm512_madd_epi16(m_lo, p_lo), _mm512_madd_epi16(m_hi, p_hi)));
       }
     }
-    // d and dmin: the low and high halves of line 0's dwords.
-    const __m512i dd = _mm512_load_si512(L);
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
-    const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
-    for (int t = 0; t < T; ++t) {
-      const __m512 da = _mm512_set1_ps(act[t][b].d);
-      const __m512 d = _mm512_mul_ps(dw, da), dmin = _mm512_mul_ps(dmw, da);
-      // Reference order: acc += d * sumi - dmin * summ.
-      out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[t])),
-                                                   _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ[t]))));
-    }
+    Q4KX16BlockOut<T>(L, act, b, sumi, summ, out);
   });
 }
 
@@ -734,8 +750,7 @@ template <int T>
 inline void Q4KX16PrefillGroup(const uint8_t* g, int64_t nb, const BlockQ8_K* const act[T], const int32_t* const pairs[T],
                                __m512 out[T]) {
   constexpr int kLines = 36;
-  const __m512i m0f = _mm512_set1_epi8(0x0F), m3f = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30);
-  const __m512i mff = _mm512_set1_epi32(0xFF), mff00 = _mm512_set1_epi32(0xFF00);
+  const __m512i m0f = _mm512_set1_epi8(0x0F), mff = _mm512_set1_epi32(0xFF), mff00 = _mm512_set1_epi32(0xFF00);
   const uint8_t* codes = g + X16ScaleBytes(nb);
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -757,11 +772,10 @@ inline void Q4KX16PrefillGroup(const uint8_t* g, int64_t nb, const BlockQ8_K* co
           hi[t] = DpbusdAct<T>(hi[t], qh, act[t][b].qs + 64 * j + 32 + 4 * k);
         }
       }
-      // Sub-blocks 2j and 2j + 1: scale bytes (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47
-      // (Q4KX16Group's unpacking, redone per j from lines 1-3 to keep registers for the sums).
-      const __m512i u0 = _mm512_load_si512(L + 64), u2 = _mm512_load_si512(L + 192);
-      const __m512i scv = j < 2 ? _mm512_and_si512(u0, m3f)
-                                : _mm512_or_si512(_mm512_and_si512(u2, m0f), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m30));
+      // Sub-blocks 2j and 2j + 1: scale bytes (2j) % 4 and (2j + 1) % 4 of sc03 (j < 2) or sc47,
+      // unpacked per j from lines 1-3 to keep registers for the sums.
+      const Q4KX16ScalesMins sm = UnpackQ4KX16ScalesMins(L);
+      const __m512i scv = j < 2 ? sm.sc03 : sm.sc47;
       const unsigned sh0 = static_cast<unsigned>(8 * ((2 * j) % 4));
       const __m512 sc_lo = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(scv, sh0), mff));
       const __m512 sc_hi = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(scv, sh0 + 8), mff));
@@ -777,26 +791,16 @@ inline void Q4KX16PrefillGroup(const uint8_t* g, int64_t nb, const BlockQ8_K* co
       }
     }
     // The mins as int16 pairs (m_2q, m_2q + 1) per dword lane: q = 0, 1 from m03, 2, 3 from m47.
-    const __m512i u1 = _mm512_load_si512(L + 128), u2 = _mm512_load_si512(L + 192);
-    const __m512i m03 = _mm512_and_si512(u1, m3f);
-    const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f),
-                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), m30));
+    const Q4KX16ScalesMins sm = UnpackQ4KX16ScalesMins(L);
     const auto pair = [&](__m512i v) { return _mm512_or_si512(_mm512_and_si512(v, mff), _mm512_slli_epi32(_mm512_and_si512(v, mff00), 8)); };
-    const __m512i mp[4] = {pair(m03), pair(_mm512_srli_epi32(m03, 16)), pair(m47), pair(_mm512_srli_epi32(m47, 16))};
-    // d and dmin: the low and high halves of line 0's dwords.
-    const __m512i dd = _mm512_load_si512(L);
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
-    const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+    const __m512i mp[4] = {pair(sm.m03), pair(_mm512_srli_epi32(sm.m03, 16)), pair(sm.m47), pair(_mm512_srli_epi32(sm.m47, 16))};
+    __m512i sumi[T], summ[T];
     for (int t = 0; t < T; ++t) {
-      const __m512i sumi = _mm512_add_epi32(_mm512_load_si512(half[t]), _mm512_cvtps_epi32(fsum[t]));
-      __m512i summ = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q) summ = _mm512_dpwssd_epi32(summ, mp[q], _mm512_set1_epi32(pairs[t][4 * b + q]));
-      const __m512 da = _mm512_set1_ps(act[t][b].d);
-      const __m512 d = _mm512_mul_ps(dw, da), dmin = _mm512_mul_ps(dmw, da);
-      // Reference order: acc += d * sumi - dmin * summ.
-      out[t] = _mm512_add_ps(out[t], _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi)),
-                                                   _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+      sumi[t] = _mm512_add_epi32(_mm512_load_si512(half[t]), _mm512_cvtps_epi32(fsum[t]));
+      summ[t] = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) summ[t] = _mm512_dpwssd_epi32(summ[t], mp[q], _mm512_set1_epi32(pairs[t][4 * b + q]));
     }
+    Q4KX16BlockOut<T>(L, act, b, sumi, summ, out);
   }
 }
 
