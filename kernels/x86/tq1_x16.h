@@ -53,8 +53,9 @@ constexpr int Tq1Element(int l, int n, int p) {
 // recode maps file byte -> e (the lowest layout byte with its five digits); file_byte maps e ->
 // the byte the quantizer writes for e's digits (RowData gives the file's rows back with it: every
 // byte a quantizer writes comes back as itself, the 13 others as the byte of the same five
-// digits). digits0123 (all 8 bits) and digit4 (low 7 bits, 128 entries) are the same decode as
-// single tables, for the AMX spread and the tests.
+// digits). digits0123 is the same decode as one 256-entry table (for the compile-time check below
+// and the tests); digit4 repeats its 64 entries in its upper half, so 6 or 7 index bits both work.
+// The VBMI kernels decode with kernels/x86/avx512/tq1_decode_vbmi.h.
 struct Tq1Codec {
   alignas(64) std::array<uint8_t, 256> digits0123;
   alignas(64) std::array<uint8_t, 128> digit4;

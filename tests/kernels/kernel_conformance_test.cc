@@ -230,8 +230,8 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
 
 // The TQ1_0 x16 layout's byte code (x86/tq1_x16.h), checked on every file byte value with no
 // CPU feature needed: the recoded byte's tables give the file byte's five digits (digits 0-3 from
-// the low 7 bits plus a top-bit term, digit 4 from the low 6 bits alone), and the byte RowData gives back has the same digits and is the file's
-// own byte wherever a quantizer wrote it.
+// the low 7 bits plus a top-bit term, digit 4 from the low 6 bits alone), and the byte RowData
+// gives back has the same digits and is the file's own byte wherever a quantizer wrote it.
 TEST(Tq1X16, CodecKeepsEveryByteValuesDigits) {
   const Tq1Codec& c = kTq1Codec;
   int quantizer_bytes = 0;
@@ -242,7 +242,7 @@ TEST(Tq1X16, CodecKeepsEveryByteValuesDigits) {
     const uint8_t code = static_cast<uint8_t>(c.low7[e & 0x7F] + (e & 0x80 ? c.top[e & 0x3F] : 0));
     for (int n = 0; n < 4; ++n) EXPECT_EQ((code >> (2 * n)) & 3, Tq1Digit(b, n)) << "digit " << n;
     EXPECT_EQ(c.digit4[e & 0x3F], Tq1Digit(b, 4));
-    // As the AMX spread decodes: one 256-entry table, digit 4 from the low 7 bits.
+    // The same decode as one 256-entry table, digit 4 from the low 7 bits.
     EXPECT_EQ(c.digits0123[e], code);
     EXPECT_EQ(c.digit4[e & 0x7F], Tq1Digit(b, 4));
     const uint8_t back = c.file_byte[e];

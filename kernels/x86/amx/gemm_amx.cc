@@ -32,6 +32,7 @@
 
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx512/tq1_decode_vbmi.h"
 #include "x86/tq1_x16.h"
 
 namespace trine::kernels {
@@ -215,20 +216,16 @@ inline void SpreadTq2(const uint8_t* cb, uint8_t (*codes)[1024]) {
 
 inline void SpreadTq1(const uint8_t* cb, uint8_t (*codes)[1024]) {
   const __m512i m3 = _mm512_set1_epi8(3);
-  // The layout byte's decode (x86/tq1_x16.h): one vpermi2b, a zero-masked vpermb and an add for
-  // digits 0-3, one vpermb for digit 4.
-  const __m512i low_a = _mm512_load_si512(kTq1Codec.low7.data()), low_b = _mm512_load_si512(kTq1Codec.low7.data() + 64);
-  const __m512i top_tb = _mm512_load_si512(kTq1Codec.top.data()), d4_tb = _mm512_load_si512(kTq1Codec.digit4.data());
+  const Tq1Tables tb = LoadTq1Tables();
   for (int l = 0; l < kTq1Lines; ++l) {
     const __m512i q = _mm512_load_si512(cb + 64 * l);
-    const __m512i c = _mm512_add_epi8(_mm512_permutex2var_epi8(low_a, q, low_b),
-                                      _mm512_maskz_permutexvar_epi8(_mm512_movepi8_mask(q), q, top_tb));
+    const __m512i c = Tq1Digits0123(tb, q);
     _mm512_store_si512(codes[0] + 64 * l, _mm512_and_si512(c, m3));
     _mm512_store_si512(codes[1] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 2), m3));
     _mm512_store_si512(codes[2] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 4), m3));
     _mm512_store_si512(codes[3] + 64 * l, _mm512_and_si512(_mm512_srli_epi16(c, 6), m3));
     if (l < kTq1QsLines) {
-      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), _mm512_permutexvar_epi8(q, d4_tb));
+      _mm512_store_si512(codes[l / 3] + 64 * (kTq1Lines + l % 3), Tq1Digit4(tb, q));
     }
   }
 }

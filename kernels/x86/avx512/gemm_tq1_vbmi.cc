@@ -22,18 +22,13 @@
 #include "kernels.h"
 #include "tensor/blocks.h"
 #include "x86/avx512/dpbusd_bcast.h"
+#include "x86/avx512/tq1_decode_vbmi.h"
 #include "x86/avx512/x16_groups_avx512.h"
 #include "x86/q8k_act_sums.h"
 #include "x86/tq1_x16.h"
 
 namespace trine::kernels {
 namespace {
-
-// The layout byte's decode tables (Tq1Codec): digits 0-3 = low7[e & 0x7F] + (top bit ? top[e & 0x3F]
-// : 0), digit 4 = digit4[e & 0x3F].
-struct Tq1Tables {
-  __m512i low7[2], top, digit4;
-};
 
 // Lines decoded ahead (Tq1X16Block): three at 1 and 2 tokens, one at 3 (what its 15
 // accumulators leave registers for; not measured on its own), none at 4: with 20 accumulators it
@@ -79,9 +74,8 @@ inline void Tq1X16Block(const uint8_t* lines, const Tq1Tables& tb,
   const auto decode = [&](int l, __m512i* c, __m512i* c4) {
     pf.Line(l);
     const __m512i q = _mm512_load_si512(lines + 64 * l);
-    const __m512i low = _mm512_permutex2var_epi8(tb.low7[0], q, tb.low7[1]);
-    *c = _mm512_add_epi8(low, _mm512_maskz_permutexvar_epi8(_mm512_movepi8_mask(q), q, tb.top));
-    if (l % kTq1Lines < kTq1QsLines) *c4 = _mm512_permutexvar_epi8(q, tb.digit4);  // the low 6 bits suffice
+    *c = Tq1Digits0123(tb, q);
+    if (l % kTq1Lines < kTq1QsLines) *c4 = Tq1Digit4(tb, q);
   };
   constexpr int kAhead = kTq1Ahead<T>;
   constexpr int kSlots = kAhead + 1;
@@ -136,9 +130,7 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  const Tq1Tables tb = {{_mm512_load_si512(kTq1Codec.low7.data()), _mm512_load_si512(kTq1Codec.low7.data() + 64)},
-                        _mm512_load_si512(kTq1Codec.top.data()),
-                        _mm512_load_si512(kTq1Codec.digit4.data())};
+  const Tq1Tables tb = LoadTq1Tables();
   ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
     constexpr int T = decltype(tc)::value;
     const BlockQ8_K* act[T];
