@@ -94,7 +94,7 @@ namespace {
 
 // Where the x16 layout puts each part of a TQ1_0 / TQ2_0 / Q4_0 / Q4_K / Q6_K block.
 struct X16Layout {
-  size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, scale_bytes = 0, group_bytes = 0;
+  size_t block_bytes = 0, d_off = 0, qs_off = 0, lines = 0, group_bytes = 0;
   int64_t nb = 0, groups = 0;
   const uint8_t* recode = nullptr;  // code byte -> layout byte (TQ1_0: Tq1Codec), else kept as is
 };
@@ -118,8 +118,7 @@ Status X16LayoutOf(const WeightView& w, X16Layout* l) {
   }
   l->nb = w.cols / be;
   l->groups = (w.rows + 15) / 16;
-  l->scale_bytes = X16ScaleBytes(l->nb);
-  l->group_bytes = l->scale_bytes + static_cast<size_t>(l->nb) * l->lines * 64;
+  l->group_bytes = X16GroupBytes(l->nb, l->lines * 64);
   return Status::Ok();
 }
 
@@ -129,8 +128,8 @@ void InterleaveGroup(const X16Layout& l, const uint8_t* rows, size_t row_bytes, 
     const uint8_t* row = rows + static_cast<size_t>(i) * row_bytes;
     for (int64_t b = 0; b < l.nb; ++b) {
       const uint8_t* blk = row + static_cast<size_t>(b) * l.block_bytes;
-      std::memcpy(g + 32 * b + 2 * i, blk + l.d_off, 2);
-      uint8_t* codes = g + l.scale_bytes + static_cast<size_t>(b) * l.lines * 64;
+      std::memcpy(g + X16ScalesOffset(b, l.lines * 64) + 2 * i, blk + l.d_off, 2);
+      uint8_t* codes = g + X16CodesOffset(b, l.lines * 64);
       for (size_t k = 0; k < l.lines; ++k) {
         uint8_t* to = codes + 64 * k + 4 * i;
         const uint8_t* from = blk + l.qs_off + 4 * k;

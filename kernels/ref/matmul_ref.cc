@@ -280,7 +280,7 @@ X16Format X16FormatOf(TypeId type) {
   if (type == TypeId::kQ4_0) return {sizeof(BlockQ4_0), 0, 2, kQK4_0 / 2};
   if (type == TypeId::kTQ1_0) return {sizeof(BlockTQ1_0), offsetof(BlockTQ1_0, d), 0, sizeof(BlockTQ1_0) - 2};
   if (type == TypeId::kQ6_K) return {sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), 0, sizeof(BlockQ6_K) - 2};
-  // Q4_K: the whole block as lines (d and dmin in line 0); the scale header repeats d.
+  // Q4_K: the whole block as lines (d and dmin in line 0); the scale line repeats d.
   if (type == TypeId::kQ4_K) return {sizeof(BlockQ4_K), offsetof(BlockQ4_K, d), 0, sizeof(BlockQ4_K)};
   return {sizeof(BlockTQ2_0), offsetof(BlockTQ2_0, d), 0, kQK_K / 4};  // TQ2_0
 }
@@ -297,17 +297,15 @@ const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch) {
   const int64_t nb = w.cols / X16BlockElems(w.type);
   const uint8_t* g = w.data + static_cast<size_t>(r / 16) * w.group_bytes;
   const int i = static_cast<int>(r % 16);
-  const uint8_t* codes = g + X16ScaleBytes(nb);
   const size_t lines = f.qs_bytes / 4;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* out = scratch + static_cast<size_t>(b) * f.block_bytes;
-    for (size_t k = 0; k < lines; ++k) {
-      std::memcpy(out + f.qs_off + 4 * k, codes + (static_cast<size_t>(b) * lines + k) * 64 + 4 * i, 4);
-    }
+    const uint8_t* codes = g + X16CodesOffset(b, lines * 64);
+    for (size_t k = 0; k < lines; ++k) std::memcpy(out + f.qs_off + 4 * k, codes + k * 64 + 4 * i, 4);
     if (w.type == TypeId::kTQ1_0) {  // the layout's bytes are recoded (x86/tq1_x16.h)
       for (size_t k = 0; k < f.qs_bytes; ++k) out[f.qs_off + k] = kTq1Codec.file_byte[out[f.qs_off + k]];
     }
-    std::memcpy(out + f.d_off, g + 32 * b + 2 * i, 2);
+    std::memcpy(out + f.d_off, g + X16ScalesOffset(b, lines * 64) + 2 * i, 2);
   }
   return scratch;
 }

@@ -36,22 +36,37 @@ struct WeightView {
   // profiler can choose per layer; GemmDequantF32 implements it).
   bool f32_activations = false;
   // In-memory layout. 0: the file's row-major blocks (row r at data + r * row_bytes). 16: rows
-  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0, Q4_0 and Q4_K; built at
-  // load time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past
-  // `rows`) starts at data + g * group_bytes (64-byte aligned) with the nb * 16 fp16 block scales
-  // (block b's 16 at 32 * b, padded to 64 bytes), then per block b its quant bytes qs as Q/4 lines
-  // of 64 bytes (Q = 64 for TQ2_0, 52 for TQ1_0 (qs then qh), 16 for Q4_0, 144 for Q4_K (the whole
-  // block, d and dmin included)): line k holds in dword lane i the bytes qs[4k .. 4k+3] of row
-  // 16g+i's block b. row_bytes stays the file's row size.
+  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0, Q4_0, Q4_K and Q6_K; built
+  // at load time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past
+  // `rows`) starts at data + g * group_bytes (64-byte aligned) and holds its blocks in pairs
+  // (X16ScalesOffset / X16CodesOffset below): 64 bytes with the 16 fp16 scales of block 2c and of
+  // block 2c + 1 (32 each), then each block's quant bytes qs as Q/4 lines of 64 bytes (Q = 64 for
+  // TQ2_0, 52 for TQ1_0 (qs then qh), 16 for Q4_0, 144 for Q4_K (the whole block, d and dmin
+  // included), 208 for Q6_K): line k holds in dword lane i the bytes qs[4k .. 4k+3] of row 16g+i's
+  // block b. The group is read front to back as one stream: with all scales in a header ahead of
+  // the codes, the two interleaved streams per group left the hardware prefetchers behind (Q4_0
+  // decode on Zen 5 read 21-25 GB/s of 32-38; kernels/README.md, "x16 layout"). row_bytes stays
+  // the file's row size.
   int interleave = 0;
   size_t group_bytes = 0;
 };
 
-// Bytes of the scale header of one x16 group (nb blocks), padded to 64.
-inline size_t X16ScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
+// Byte offsets inside an x16 group of block b's 16 fp16 scales and of its code lines, and the
+// group's size, for blocks of `code_bytes` bytes of lines (a multiple of 64). Blocks 2c and 2c + 1
+// share one 64-byte scale line ahead of their codes; a last odd block's scale line is half padding.
+inline size_t X16ChunkBytes(size_t code_bytes) { return 64 + 2 * code_bytes; }
+inline size_t X16ScalesOffset(int64_t b, size_t code_bytes) {
+  return static_cast<size_t>(b >> 1) * X16ChunkBytes(code_bytes) + 32 * static_cast<size_t>(b & 1);
+}
+inline size_t X16CodesOffset(int64_t b, size_t code_bytes) {
+  return static_cast<size_t>(b >> 1) * X16ChunkBytes(code_bytes) + 64 + static_cast<size_t>(b & 1) * code_bytes;
+}
+inline size_t X16GroupBytes(int64_t nb, size_t code_bytes) {
+  return static_cast<size_t>((nb + 1) / 2) * 64 + static_cast<size_t>(nb) * code_bytes;
+}
 // Where the fp16 scale and the quant bytes sit in a block of a type with an x16 layout: the
 // qs_bytes at qs_off are the block's code lines (line k: bytes 4k..4k+3 of the 16 rows), d comes
-// from the group's scale header (Q4_K's lines hold it too).
+// from the group's scale lines (Q4_K's code lines hold it too).
 struct X16Format {
   size_t block_bytes, d_off, qs_off, qs_bytes;
 };

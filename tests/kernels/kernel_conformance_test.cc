@@ -267,7 +267,7 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
   std::mt19937 rng(5);
   for (TypeId t : {TypeId::kTQ2_0, TypeId::kTQ1_0, TypeId::kQ4_0, TypeId::kQ4_K, TypeId::kQ6_K}) {
     const TypeTraits& tr = GetTypeTraits(t);
-    const int64_t rows = 37, cols = 512;
+    const int64_t rows = 37, cols = 768;  // 3 blocks of 256 (an odd count: a half-padded scale line)
     const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
     std::vector<uint8_t> plain(row_bytes * rows);
     for (int64_t r = 0; r < rows; ++r) {
@@ -299,12 +299,13 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
     EXPECT_EQ(b.interleave, 16);
     ASSERT_EQ(a.group_bytes, b.group_bytes);
     EXPECT_EQ(std::memcmp(a.data, b.data, a.group_bytes * 3), 0) << TypeName(t);
-    // Code bytes per row and block: the block less its fp16 d (kept in the scale header), or the
-    // whole block for Q4_K (d and dmin stay in line 0; the header repeats d). TQ1_0: 13 lines,
-    // no TQ2_0 growth.
+    // Code bytes per row and block: the block less its fp16 d (kept in the scale lines), or the
+    // whole block for Q4_K (d and dmin stay in line 0; the scale line repeats d). TQ1_0: 13 lines,
+    // no TQ2_0 growth. One 64-byte scale line per two blocks.
     const int64_t nb = cols / tr.block_elems;
     const size_t code_bytes = t == TypeId::kQ4_K ? tr.block_bytes : tr.block_bytes - 2;
-    EXPECT_EQ(a.group_bytes, X16ScaleBytes(nb) + static_cast<size_t>(16 * nb) * code_bytes) << TypeName(t);
+    EXPECT_EQ(a.group_bytes, static_cast<size_t>(64 * ((nb + 1) / 2)) + static_cast<size_t>(16 * nb) * code_bytes)
+        << TypeName(t);
     // A plain-row shape of another type is refused with the same error as InterleaveX16.
     shape.type = TypeId::kQ8_0;
     EXPECT_FALSE(InterleaveX16Rows(shape, [](int64_t, int, uint8_t*) {}, &by_group, &b).ok());

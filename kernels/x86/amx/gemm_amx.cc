@@ -253,7 +253,6 @@ void GemmX16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
   }
   _tile_loadconfig(&cfg);
 
-  const size_t scale_bytes = X16ScaleBytes(nb);
   const int64_t gb = r0 / 16, ge = (r1 + 15) / 16;
   const __m512 ts = _mm512_set1_ps(w.tensor_scale), sc = _mm512_set1_ps(scale);
   for (int64_t g0 = gb; g0 < ge; g0 += kGroupChunk) {
@@ -265,11 +264,11 @@ void GemmX16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
       const float* ds = s.d.data() + static_cast<size_t>(b) * static_cast<size_t>(tpad);
       for (int64_t g = g0; g < g1; ++g) {
         const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-        const uint8_t* cb = gp + scale_bytes + static_cast<size_t>(b) * kBlockBytes;
+        const uint8_t* cb = gp + X16CodesOffset(b, kBlockBytes);
         // Next in line: the chunk's next group at this block, else its first group at the next block.
         const uint8_t* next = g + 1 < g1 ? cb + w.group_bytes
                                          : (b + 1 < nb ? w.data + static_cast<size_t>(g0) * w.group_bytes +
-                                                             scale_bytes + static_cast<size_t>(b + 1) * kBlockBytes
+                                                             X16CodesOffset(b + 1, kBlockBytes)
                                                        : nullptr);
         if (next != nullptr) {
           for (size_t k = 0; k < kBlockBytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(next + k), _MM_HINT_T0);
@@ -281,7 +280,7 @@ void GemmX16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
         }
         // The tile-load asm has no memory clobber: keep the code stores before it.
         __asm__ __volatile__("" ::: "memory");
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + 32 * b)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + X16ScalesOffset(b, kBlockBytes))));
         float* accg = acc_base + static_cast<size_t>(g - g0) * static_cast<size_t>(tpad) * 16;
         // Software pipeline: the next (up to) 4 token tiles' products are issued before the float
         // work of the previous ones (the C tiles alternate between two stored buffers).

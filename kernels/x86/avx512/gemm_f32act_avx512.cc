@@ -78,9 +78,8 @@ inline void Tq2Line(__m512i q, int l, __m512 d, float* tile) {
 void FillTq2(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const int64_t b = k0 / kQK_K;
   if (w.interleave == 16) {
-    const int64_t nb = w.cols / kQK_K;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + 32 * b)));
-    const uint8_t* lines = G.base + X16ScaleBytes(nb) + static_cast<size_t>(b) * 1024;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 1024))));
+    const uint8_t* lines = G.base + X16CodesOffset(b, 1024);
     for (int l = 0; l < 16; ++l) Tq2Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
     return;
   }
@@ -122,9 +121,10 @@ inline void Tq1Line(const uint8_t* line, int l, __m512 d, float* tile) {
 
 // x16 only: plain TQ1_0 rows never reach a kernel (the loader repacks them to TQ2_0).
 void FillTq1(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
-  const int64_t b = k0 / kQK_K, nb = w.cols / kQK_K;
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + 32 * b)));
-  const uint8_t* lines = G.base + X16ScaleBytes(nb) + static_cast<size_t>(b) * 64 * kTq1Lines;
+  const int64_t b = k0 / kQK_K;
+  constexpr size_t kCodeBytes = 64 * kTq1Lines;
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, kCodeBytes))));
+  const uint8_t* lines = G.base + X16CodesOffset(b, kCodeBytes);
   for (int l = 0; l < kTq1Lines; ++l) Tq1Line(lines + 64 * l, l, d, tile);
 }
 
@@ -145,9 +145,8 @@ void FillQ4_0(const WeightView& w, const Group& G, int64_t k0, int kc, float* ti
   for (int j = 0; j < kc / kQK4_0; ++j, tile += kQK4_0 * 16) {
     const int64_t b = k0 / kQK4_0 + j;
     if (w.interleave == 16) {
-      const int64_t nb = w.cols / kQK4_0;
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + 32 * b)));
-      const uint8_t* lines = G.base + X16ScaleBytes(nb) + static_cast<size_t>(b) * 256;
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 256))));
+      const uint8_t* lines = G.base + X16CodesOffset(b, 256);
       for (int l = 0; l < 4; ++l) Q4Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
     } else {
       const uint8_t* blk = G.base + static_cast<size_t>(b) * sizeof(BlockQ4_0);
@@ -178,10 +177,9 @@ void FillQ8_0(const WeightView& /*w*/, const Group& G, int64_t k0, int kc, float
 void FillQ6_K(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const int64_t b = k0 / kQK_K;
   // The dword at byte o of each row's block: gathered from the plain rows, or line o / 4 of the
-  // block in the x16 layout (52 lines; the d values sit in the group's scale header).
+  // block in the x16 layout (52 lines; the d values sit in the group's scale lines).
   const bool x16 = w.interleave == 16;
-  const uint8_t* blk = x16 ? G.base + X16ScaleBytes(w.cols / kQK_K) + static_cast<size_t>(b) * 52 * 64
-                           : G.base + static_cast<size_t>(b) * sizeof(BlockQ6_K);
+  const uint8_t* blk = x16 ? G.base + X16CodesOffset(b, 52 * 64) : G.base + static_cast<size_t>(b) * sizeof(BlockQ6_K);
   auto lanes = [&](int o) { return x16 ? _mm512_load_si512(blk + 16 * o) : _mm512_i32gather_epi32(G.off, blk + o, 1); };
   // d * scale per row and sub-block, in scalar code (256 products per 4096 values).
   alignas(64) int32_t off[16];
@@ -190,7 +188,7 @@ void FillQ6_K(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float
   for (int i = 0; i < 16; ++i) {
     if (x16) {
       uint16_t h;
-      std::memcpy(&h, G.base + 32 * b + 2 * i, 2);
+      std::memcpy(&h, G.base + X16ScalesOffset(b, 52 * 64) + 2 * i, 2);
       const float d = Fp16ToFp32(h);
       for (int s = 0; s < 16; ++s) {
         dsm[s][i] = d * static_cast<float>(static_cast<int8_t>(blk[64 * (48 + s / 4) + 4 * i + s % 4]));
@@ -244,12 +242,9 @@ void FillGeneric(const WeightView& w, const Group& G, int64_t k0, int kc, float*
     const uint8_t* src = G.base + static_cast<size_t>(li - G.lo) * w.row_bytes + src_off;
     if (w.interleave == 16) {
       const int64_t bb = static_cast<int64_t>(tr.block_bytes);
-      const uint8_t* lines =
-          G.base + X16ScaleBytes(w.cols / tr.block_elems) + static_cast<size_t>(k0 / tr.block_elems) * line_bytes;
       for (int64_t b = 0; b < kc / tr.block_elems; ++b) {
-        for (int64_t k = 0; k < bb / 4; ++k) {
-          std::memcpy(blocks + b * bb + 4 * k, lines + static_cast<size_t>(b) * line_bytes + 64 * k + 4 * li, 4);
-        }
+        const uint8_t* lines = G.base + X16CodesOffset(k0 / tr.block_elems + b, line_bytes);
+        for (int64_t k = 0; k < bb / 4; ++k) std::memcpy(blocks + b * bb + 4 * k, lines + 64 * k + 4 * li, 4);
       }
       src = blocks;
     }

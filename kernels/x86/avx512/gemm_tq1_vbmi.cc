@@ -45,11 +45,13 @@ struct Tq1Pipe {
 // One block of a TQ1_0 x16 group (13 lines) against T tokens' Q8_K blocks: s[t] lane i = sum over
 // the block of digit * activation for row i (digits are t + 1; the caller subtracts the bias).
 // pipe: this block's first kTq1Ahead lines, already decoded (first: not yet, decode them here);
-// on return, the next block's (has_next: the group has one, right after this block's lines).
+// on return, the next block's (next_lines: its code lines, nullptr when the group has none; right
+// after this block's lines, or after a scale line: X16CodesOffset).
 template <int T>
-inline void Tq1X16Block(const uint8_t* lines, const Tq1Tables& tb,
-                        const int8_t* const a[T], const LinePrefetch& pf, bool first, bool has_next,
-                        Tq1Pipe<T>& pipe, __m512i s[T]) {
+inline void Tq1X16Block(const uint8_t* lines, const uint8_t* next_lines, const Tq1Tables& tb,
+                        const int8_t* const a[T], const LinePrefetch& pf, bool first, Tq1Pipe<T>& pipe,
+                        __m512i s[T]) {
+  const bool has_next = next_lines != nullptr;
   // Five accumulators per token (digits 0..3 at 4^n, digit 4 at 1): each chain gets one vpdpbusd
   // per line, enough independent chains to hide its latency without a second set at T = 1.
   // The activation broadcasts are embedded in the vpdpbusd at every T, decode included (unlike
@@ -73,7 +75,7 @@ inline void Tq1X16Block(const uint8_t* lines, const Tq1Tables& tb,
   // decode(l): line l of this block (l >= kTq1Lines: line l - kTq1Lines of the next one).
   const auto decode = [&](int l, __m512i* c, __m512i* c4) {
     pf.Line(l);
-    const __m512i q = _mm512_load_si512(lines + 64 * l);
+    const __m512i q = _mm512_load_si512(l < kTq1Lines ? lines + 64 * l : next_lines + 64 * (l - kTq1Lines));
     *c = Tq1Digits0123(tb, q);
     if (l % kTq1Lines < kTq1QsLines) *c4 = Tq1Digit4(tb, q);
   };
@@ -142,7 +144,8 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
                          [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq1X16Block<T>(lines, tb, a, pf, b == 0, b + 1 < nb, pipe, s);
+                           const uint8_t* next_lines = b + 1 < nb ? gp + X16CodesOffset(b + 1, 64 * kTq1Lines) : nullptr;
+                           Tq1X16Block<T>(lines, next_lines, tb, a, pf, b == 0, pipe, s);
                          },
                          out);
     });

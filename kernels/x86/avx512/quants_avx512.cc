@@ -384,14 +384,13 @@ template <int T>
 inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const int8_t* qs, const int32_t* corr,
                        const float* da, __m512 out[T]) {
   constexpr bool kShift = T >= kQ4ShiftMinTokens;
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const uint8_t* codes = g + scale_bytes;
   const __m512i m_lo = _mm512_set1_epi8(0x0F), m_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
   for (int64_t b = 0; b < nb; ++b, qs += T * kQK8_0, corr += T, da += T) {
-    const uint8_t* cb = codes + static_cast<size_t>(b) * 256;
-    const uint8_t* pf = next + scale_bytes + static_cast<size_t>(b) * 256;
+    // The next group's same block (and its scale line) into L2: one group ahead of the stream.
+    const uint8_t* cb = g + X16CodesOffset(b, 256);
+    const uint8_t* pf = next + X16CodesOffset(b, 256);
+    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(next + X16ScalesOffset(b, 256)), _MM_HINT_T1);
     for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
     __m512i lo[T], hi[T];
     for (int t = 0; t < T; ++t) {
@@ -412,7 +411,7 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
         h = DpbusdAct<T>(h, qh, qs + t * kQK8_0 + 16 + 4 * k);
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + X16ScalesOffset(b, 256))));
     for (int t = 0; t < T; ++t) {
       const __m512i sumi = kShift ? lo[t] : _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
       // Reference order: sumi * (d_w * d_a).
@@ -592,7 +591,8 @@ inline void Q6X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
         }
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(g + X16ScalesOffset(b, kLines * 64))));
     for (int t = 0; t < T; ++t) {
       // Reference order: (d_w * d_a) * sumi.
       out[t] = _mm512_add_ps(out[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(act[t][b].d)),
@@ -751,10 +751,9 @@ inline void Q4KX16PrefillGroup(const uint8_t* g, int64_t nb, const BlockQ8_K* co
                                __m512 out[T]) {
   constexpr int kLines = 36;
   const __m512i m0f = _mm512_set1_epi8(0x0F), mff = _mm512_set1_epi32(0xFF), mff00 = _mm512_set1_epi32(0xFF00);
-  const uint8_t* codes = g + X16ScaleBytes(nb);
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* L = codes + static_cast<size_t>(b) * kLines * 64;
+    const uint8_t* L = g + X16CodesOffset(b, kLines * 64);
     __m512 fsum[T];
     for (int t = 0; t < T; ++t) fsum[t] = _mm512_setzero_ps();
     alignas(64) int32_t half[T][16];  // sumi of sub-blocks 0-3 (the first two j)
@@ -964,7 +963,7 @@ inline void Transpose16(__m512i r[16]) {
 }
 
 // Row r of an x16 Q4_K / Q6_K view in the file's layout (the Q6_K token-lanes path unpacks plain rows).
-// RowData's mapping (X16FormatOf: the code lines, then d from the group's scale header), a whole
+// RowData's mapping (X16FormatOf: the code lines, then d from the group's scale lines), a whole
 // group at once: line k of a block holds bytes 4k..4k+3 of the 16 rows' blocks, so 16 lines are
 // one 16 x 16 dword transpose away from 64 bytes of each row. The group is kept in
 // sc->group_rows for its other rows (the two 8-row tiles that read it); ~10x fewer instructions
@@ -977,9 +976,8 @@ const uint8_t* X16PlainRow(const WeightView& w, int64_t r, TokenLaneScratch* sc)
     const size_t lines = f.qs_bytes / 4;
     const int64_t nb = w.cols / kQK_K;
     const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    const uint8_t* codes = gp + X16ScaleBytes(nb);
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* L = codes + static_cast<size_t>(b) * lines * 64;
+      const uint8_t* L = gp + X16CodesOffset(b, lines * 64);
       uint8_t* out = plain + static_cast<size_t>(b) * f.block_bytes;
       for (size_t k0 = 0; k0 < lines; k0 += 16) {
         const size_t n = lines - k0 < 16 ? lines - k0 : 16;
@@ -991,7 +989,8 @@ const uint8_t* X16PlainRow(const WeightView& w, int64_t r, TokenLaneScratch* sc)
           _mm512_mask_storeu_epi8(out + static_cast<size_t>(i) * w.row_bytes + f.qs_off + 4 * k0, m, v[i]);
         }
       }
-      for (int i = 0; i < 16; ++i) std::memcpy(out + static_cast<size_t>(i) * w.row_bytes + f.d_off, gp + 32 * b + 2 * i, 2);
+      const uint8_t* d = gp + X16ScalesOffset(b, lines * 64);
+      for (int i = 0; i < 16; ++i) std::memcpy(out + static_cast<size_t>(i) * w.row_bytes + f.d_off, d + 2 * i, 2);
     }
     sc->group_rows_of = g;
   }

@@ -81,20 +81,18 @@ struct LinePrefetch {
 };
 
 // The block walk of one x16 group, shared by the group kernels (TernaryX16Group, Q4_K and Q6_K):
-// the next group's scale header is prefetched into L2 first, then block(b, lines, pf) runs for
-// each block b with its code lines and their LinePrefetch: `near_prefetch` bytes ahead in this
-// stream (0: none) and the next group's block b. The group is one linear stream.
+// block(b, lines, pf) runs for each block b with its code lines and their LinePrefetch:
+// `near_prefetch` bytes ahead in this stream (0: none) and the next group's block b (its scale
+// line too, once per pair of blocks). The group is one linear stream (X16CodesOffset).
 template <typename BlockFn>
 inline void ForX16Blocks(const uint8_t* g, const uint8_t* next, int64_t nb, size_t block_bytes, size_t near_prefetch,
                          BlockFn&& block) {
-  const size_t scale_bytes = X16ScaleBytes(nb);
-  const uint8_t* codes = g + scale_bytes;
-  for (size_t o = 0; o < scale_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + o), _MM_HINT_T1);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* lines = codes + static_cast<size_t>(b) * block_bytes;
+    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(next + X16ScalesOffset(b, block_bytes)), _MM_HINT_T1);
+    const uint8_t* lines = g + X16CodesOffset(b, block_bytes);
     LinePrefetch pf;
     pf.near = near_prefetch != 0 ? lines + near_prefetch : nullptr;
-    pf.far = next + scale_bytes + static_cast<size_t>(b) * block_bytes;
+    pf.far = next + X16CodesOffset(b, block_bytes);
     block(b, lines, pf);
   }
 }
@@ -110,7 +108,8 @@ inline void TernaryX16Group(const uint8_t* g, const uint8_t* next, int64_t nb, s
   ForX16Blocks(g, next, nb, block_bytes, near_prefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
     __m512i s[T];
     block(lines, b, pf, s);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + 32 * b)));
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(g + X16ScalesOffset(b, block_bytes))));
     for (int t = 0; t < T; ++t) {
       const size_t k = static_cast<size_t>((t0 + t) * nb + b);
       const __m512i sumi = _mm512_sub_epi32(s[t], _mm512_set1_epi32(sums.qsum[k]));
