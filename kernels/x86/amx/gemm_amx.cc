@@ -280,7 +280,8 @@ void GemmX16Amx(const WeightView& w, const uint8_t* xq, size_t act_stride, int n
         }
         // The tile-load asm has no memory clobber: keep the code stores before it.
         __asm__ __volatile__("" ::: "memory");
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + X16ScalesOffset(b, kBlockBytes))));
+        const __m512 dw =
+            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + X16ScalesOffset(b, kBlockBytes))));
         float* accg = acc_base + static_cast<size_t>(g - g0) * static_cast<size_t>(tpad) * 16;
         // Software pipeline: the next (up to) 4 token tiles' products are issued before the float
         // work of the previous ones (the C tiles alternate between two stored buffers).

@@ -78,7 +78,8 @@ inline void Tq2Line(__m512i q, int l, __m512 d, float* tile) {
 void FillTq2(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const int64_t b = k0 / kQK_K;
   if (w.interleave == 16) {
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 1024))));
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 1024))));
     const uint8_t* lines = G.base + X16CodesOffset(b, 1024);
     for (int l = 0; l < 16; ++l) Tq2Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
     return;
@@ -123,7 +124,8 @@ inline void Tq1Line(const uint8_t* line, int l, __m512 d, float* tile) {
 void FillTq1(const WeightView& w, const Group& G, int64_t k0, int /*kc*/, float* tile) {
   const int64_t b = k0 / kQK_K;
   constexpr size_t kCodeBytes = 64 * kTq1Lines;
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, kCodeBytes))));
+  const __m512 d =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, kCodeBytes))));
   const uint8_t* lines = G.base + X16CodesOffset(b, kCodeBytes);
   for (int l = 0; l < kTq1Lines; ++l) Tq1Line(lines + 64 * l, l, d, tile);
 }
@@ -145,7 +147,8 @@ void FillQ4_0(const WeightView& w, const Group& G, int64_t k0, int kc, float* ti
   for (int j = 0; j < kc / kQK4_0; ++j, tile += kQK4_0 * 16) {
     const int64_t b = k0 / kQK4_0 + j;
     if (w.interleave == 16) {
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 256))));
+      const __m512 d =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G.base + X16ScalesOffset(b, 256))));
       const uint8_t* lines = G.base + X16CodesOffset(b, 256);
       for (int l = 0; l < 4; ++l) Q4Line(_mm512_load_si512(lines + 64 * l), l, d, tile);
     } else {

@@ -144,7 +144,8 @@ void GemmTq1X16Vbmi(const WeightView& w, const uint8_t* xq, size_t act_stride, i
                          [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
                            const int8_t* a[T];
                            for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           const uint8_t* next_lines = b + 1 < nb ? gp + X16CodesOffset(b + 1, 64 * kTq1Lines) : nullptr;
+                           const uint8_t* next_lines =
+                               b + 1 < nb ? gp + X16CodesOffset(b + 1, 64 * kTq1Lines) : nullptr;
                            Tq1X16Block<T>(lines, next_lines, tb, a, pf, b == 0, pipe, s);
                          },
                          out);
