@@ -390,7 +390,7 @@ inline void Q4X16Group(const uint8_t* g, const uint8_t* next, int64_t nb, const 
     // The next group's same block (and its scale line) into L2: one group ahead of the stream.
     const uint8_t* cb = g + X16CodesOffset(b, 256);
     const uint8_t* pf = next + X16CodesOffset(b, 256);
-    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(next + X16ScalesOffset(b, 256)), _MM_HINT_T1);
+    PrefetchX16ScaleLine(next, b, 256);
     for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * k), _MM_HINT_T1);
     __m512i lo[T], hi[T];
     for (int t = 0; t < T; ++t) {

@@ -80,6 +80,12 @@ struct LinePrefetch {
   }
 };
 
+// The next group's scale line that holds block b's scales, into L2: once per pair of blocks (b
+// even; block b + 1's scales share the line, X16ScalesOffset).
+inline void PrefetchX16ScaleLine(const uint8_t* next, int64_t b, size_t block_bytes) {
+  if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(next + X16ScalesOffset(b, block_bytes)), _MM_HINT_T1);
+}
+
 // The block walk of one x16 group, shared by the group kernels (TernaryX16Group, Q4_K and Q6_K):
 // block(b, lines, pf) runs for each block b with its code lines and their LinePrefetch:
 // `near_prefetch` bytes ahead in this stream (0: none) and the next group's block b (its scale
@@ -88,7 +94,7 @@ template <typename BlockFn>
 inline void ForX16Blocks(const uint8_t* g, const uint8_t* next, int64_t nb, size_t block_bytes, size_t near_prefetch,
                          BlockFn&& block) {
   for (int64_t b = 0; b < nb; ++b) {
-    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(next + X16ScalesOffset(b, block_bytes)), _MM_HINT_T1);
+    PrefetchX16ScaleLine(next, b, block_bytes);
     const uint8_t* lines = g + X16CodesOffset(b, block_bytes);
     LinePrefetch pf;
     pf.near = near_prefetch != 0 ? lines + near_prefetch : nullptr;
