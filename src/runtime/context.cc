@@ -264,10 +264,15 @@ Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int l
   const int first = all_logits ? 0 : n - 1;
   const int rows = n - first;
   final_norm_.resize(static_cast<size_t>(rows) * E);
-  ops::RmsNorm(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(), rows,
-               c.n_embd, c.rms_eps, st.n_threads);
-  ops::MatMul(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows,
-              &st.act, st.n_threads);
+  const kernels::WeightView* head[] = {&model_->output()};
+  ops::ReserveActivations(head, 1, rows, &st.act);
+#pragma omp parallel num_threads(st.n_threads)
+  {
+    ops::RmsNormTeam(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(),
+                     rows, c.n_embd, c.rms_eps);
+    ops::MatMulTeam(model_->output(), final_norm_.data(),
+                    logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows, st.act.data());
+  }
   n_past_ += n;
   return Status::Ok();
 }
@@ -303,7 +308,6 @@ void AttentionOverCache(ForwardState& st, int layer) {
   }
   const int items_per_token = c.n_head / w;
   const int n_items = st.n_tokens * items_per_token;
-#pragma omp parallel num_threads(st.n_threads)
   {
     // RoPE and the cache rows of each token (distinct rows per token), then attention once
     // every row is stored (the implicit barrier).

@@ -134,7 +134,9 @@ void BitnetLayer(ForwardState& st, int layer);
 // streamed layer without a streamer.
 Status ForwardLayer(ForwardState& st, int layer);
 
-// Causal attention of the batch's queries over the KV cache (positions 0 .. n_past + t).
+// Causal attention of the batch's queries over the KV cache (positions 0 .. n_past + t), after
+// RoPE on q and k and the cache write. A Team form (src/model/ops.h): called by every thread of the
+// layer's parallel region, returns after a barrier.
 void AttentionOverCache(ForwardState& st, int layer);
 
 }  // namespace trine

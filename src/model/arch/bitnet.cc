@@ -13,29 +13,36 @@ void BitnetLayer(ForwardState& st, int layer) {
   const int n = st.n_tokens;
   const int64_t E = c.n_embd, F = c.n_ff;
 
-  ops::RmsNorm(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps, st.n_threads);
-  const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
-  float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
-  const float qkv_scale[] = {w.s_q, w.s_k, w.s_v};
-  ops::MatMulShared(qkv, qkv_out, qkv_scale, 3, st.xb.data(), n, &st.act, st.n_threads);
-  AttentionOverCache(st, layer);
-  ops::RmsNorm(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps, st.n_threads);
-  ops::MatMul(w.wo, st.att.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_o);
-  ops::AddInPlace(st.x.data(), st.proj.data(), n * E, st.n_threads);
+  const kernels::WeightView* all[] = {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down};
+  ops::ReserveActivations(all, 7, n, &st.act);
+  uint8_t* act = st.act.data();
+  // One parallel region for the whole block (fork/join once, barriers between the steps).
+#pragma omp parallel num_threads(st.n_threads)
+  {
+    ops::RmsNormTeam(st.x.data(), w.attn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+    const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
+    float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
+    const float qkv_scale[] = {w.s_q, w.s_k, w.s_v};
+    ops::MatMulSharedTeam(qkv, qkv_out, qkv_scale, 3, st.xb.data(), n, act);
+    AttentionOverCache(st, layer);
+    ops::RmsNormTeam(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps);
+    ops::MatMulTeam(w.wo, st.att.data(), st.proj.data(), n, act, w.s_o);
+    ops::AddInPlaceTeam(st.x.data(), st.proj.data(), n * E);
 
-  ops::RmsNorm(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps, st.n_threads);
-  const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
-  float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
-  const float gate_up_scale[] = {w.s_gate, w.s_up};
-  ops::MatMulShared(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), n, &st.act, st.n_threads);
-  if (c.arch == Arch::kBitnetB158) {
-    ops::ReluSqrGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n * F, st.n_threads);
-  } else {
-    ops::SwiGlu(st.hb.data(), st.hb2.data(), st.hb.data(), n, F, st.n_threads);
+    ops::RmsNormTeam(st.x.data(), w.ffn_norm.data(), st.xb.data(), n, c.n_embd, c.rms_eps);
+    const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
+    float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
+    const float gate_up_scale[] = {w.s_gate, w.s_up};
+    ops::MatMulSharedTeam(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), n, act);
+    if (c.arch == Arch::kBitnetB158) {
+      ops::ReluSqrGluTeam(st.hb.data(), st.hb2.data(), st.hb.data(), n * F);
+    } else {
+      ops::SwiGluTeam(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
+    }
+    ops::RmsNormTeam(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps);
+    ops::MatMulTeam(w.w_down, st.hb.data(), st.proj.data(), n, act, w.s_down);
+    ops::AddInPlaceTeam(st.x.data(), st.proj.data(), n * E);
   }
-  ops::RmsNorm(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps, st.n_threads);
-  ops::MatMul(w.w_down, st.hb.data(), st.proj.data(), n, &st.act, st.n_threads, w.s_down);
-  ops::AddInPlace(st.x.data(), st.proj.data(), n * E, st.n_threads);
 }
 
 }  // namespace trine
