@@ -19,12 +19,14 @@
 # --full (manual, not in CI: ~8 min on 2 cores) then cross-builds the whole project into
 # BUILD_DIR-full and runs kernels_test (the GoogleTest conformance suite) and model_test (parity
 # with llama.cpp on every shipped model) under qemu with TRINE_ISA=neon. It needs arm64 builds of
-# PCRE2 and GoogleTest: multiarch (dpkg --add-architecture arm64; apt-get install libpcre2-dev:arm64
-# libgtest-dev:arm64 libgmock-dev:arm64), or, leaving the host's dpkg alone:
+# PCRE2, GoogleTest and zlib (the tests' CMakeLists asks for it): multiarch (dpkg
+# --add-architecture arm64; apt-get install libpcre2-dev:arm64 libgtest-dev:arm64
+# libgmock-dev:arm64 zlib1g-dev:arm64), or, leaving the host's dpkg alone:
 #   d=/tmp/apt-arm64; mkdir -p $d/lists/partial $d/cache/archives/partial; touch $d/status
 #   A="-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Dir::State::Lists=$d/lists
 #      -o Dir::Cache=$d/cache -o Dir::State::status=$d/status"
-#   apt-get $A update && (cd $d && apt-get $A download libpcre2-dev libpcre2-8-0 libgtest-dev libgmock-dev)
+#   apt-get $A update && (cd $d && apt-get $A download libpcre2-dev libpcre2-8-0 libgtest-dev libgmock-dev \
+#     zlib1g-dev zlib1g)
 #   for f in $d/*.deb; do dpkg -x "$f" /tmp/arm64-root; done
 #   TRINE_AARCH64_EXTRA_ROOT=/tmp/arm64-root scripts/test-neon.sh --full
 set -euo pipefail
@@ -37,7 +39,7 @@ for arg in "$@"; do
   case "$arg" in
     --werror) WERROR=ON ;;
     --full) FULL=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     -*) echo "test-neon.sh: unknown option $arg" >&2; exit 2 ;;
     *) BUILD="$arg" ;;
   esac
