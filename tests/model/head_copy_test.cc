@@ -1,7 +1,7 @@
 // The file's output head (here the tied Q6_K embedding of tiny-tern-tq2_0, 6.7 MB) is copied at
-// load (Model::CopyFileHead): into the 16-row interleave where its kernel reads that
-// (Q6_K on AVX-512; the embedding lookup then reads the file), else plainly onto huge pages,
-// shared with the embedding. A requantized head made permanent (DropSpareOutputHead) hands the
+// load (Model::CopyFileHead): into the 16-row interleave where its kernel reads that (Q6_K on
+// AVX-512; the embedding lookup then gathers its rows from the copy), else plainly onto huge
+// pages, shared with the embedding. A requantized head made permanent (DropSpareOutputHead) hands the
 // copy back to the mapping.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include "common/test_util.h"
 #include "core/page_buffer.h"
 #include "model/model.h"
+#include "tensor/dtype.h"
 
 namespace trine {
 namespace {
@@ -30,8 +31,16 @@ TEST(HeadCopy, TiedHeadIsCopiedAndSharedWithTheEmbedding) {
     EXPECT_EQ(std::memcmp(row, t->data + static_cast<size_t>(r) * head.row_bytes, head.row_bytes), 0) << "row " << r;
   }
   if (head.interleave == 16) {
-    // Q6_K on AVX-512: the copy is the kernel's 16-row interleave; the embedding reads the file.
+    // Q6_K on AVX-512: the copy is the kernel's 16-row interleave; the embedding's view keeps the
+    // file's address, but its rows are gathered from the copy: the same values.
     EXPECT_EQ(model->token_embd().data, t->data);
+    const TypeTraits& tr = GetTypeTraits(head.type);
+    std::vector<float> from_file(static_cast<size_t>(head.cols)), embedded(static_cast<size_t>(head.cols));
+    for (int64_t r : {int64_t{0}, int64_t{17}, head.rows - 1}) {
+      tr.dequantize_row(t->data + static_cast<size_t>(r) * head.row_bytes, from_file.data(), head.cols);
+      model->EmbedToken(static_cast<int32_t>(r), embedded.data());
+      EXPECT_EQ(std::memcmp(from_file.data(), embedded.data(), from_file.size() * sizeof(float)), 0) << "token " << r;
+    }
   } else if (!HugePagesEnabled()) {
     EXPECT_EQ(head.data, t->data);
     EXPECT_EQ(model->token_embd().data, head.data);
