@@ -244,6 +244,29 @@ Status ForwardLayer(ForwardState& st, int layer) {
   return Status::Ok();
 }
 
+uint8_t* ReserveLayerActivations(ForwardState& st, const LayerWeights& w) {
+  const kernels::WeightView* all[] = {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down};
+  ops::ReserveActivations(all, 7, st.n_tokens, &st.act);
+  return st.act.data();
+}
+
+void NormQkvAttentionTeam(ForwardState& st, const LayerWeights& w, int layer, const float qkv_scale[3], uint8_t* act) {
+  const ModelConfig& c = st.model->config();
+  ops::RmsNormTeam(st.x.data(), w.attn_norm.data(), st.xb.data(), st.n_tokens, c.n_embd, c.rms_eps);
+  const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
+  float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
+  ops::MatMulSharedTeam(qkv, qkv_out, qkv_scale, 3, st.xb.data(), st.n_tokens, act);
+  AttentionOverCache(st, layer);
+}
+
+void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up_scale[2], uint8_t* act) {
+  const ModelConfig& c = st.model->config();
+  ops::RmsNormTeam(st.x.data(), w.ffn_norm.data(), st.xb.data(), st.n_tokens, c.n_embd, c.rms_eps);
+  const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
+  float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
+  ops::MatMulSharedTeam(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), st.n_tokens, act);
+}
+
 Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0) {
   const ModelConfig& c = model_->config();
   ForwardState& st = st_;

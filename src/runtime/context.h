@@ -134,6 +134,16 @@ void BitnetLayer(ForwardState& st, int layer);
 // streamed layer without a streamer.
 Status ForwardLayer(ForwardState& st, int layer);
 
+// Steps the layer functions share. ReserveLayerActivations sizes st.act for every matmul of `w`
+// over st.n_tokens tokens, before the layer's parallel region (whose Team forms do not allocate),
+// and returns it. The Team steps (src/model/ops.h), called by every thread of that region:
+// NormQkvAttentionTeam normalizes st.x (attn_norm) into st.xb, computes Q, K and V from it (times
+// qkv_scale) and attention over the cache into st.att; NormGateUpTeam normalizes st.x (ffn_norm)
+// into st.xb and computes the gate into st.hb and up into st.hb2 (times gate_up_scale).
+uint8_t* ReserveLayerActivations(ForwardState& st, const LayerWeights& w);
+void NormQkvAttentionTeam(ForwardState& st, const LayerWeights& w, int layer, const float qkv_scale[3], uint8_t* act);
+void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up_scale[2], uint8_t* act);
+
 // Causal attention of the batch's queries over the KV cache (positions 0 .. n_past + t), after
 // RoPE on q and k and the cache write. A Team form (src/model/ops.h): called by every thread of the
 // layer's parallel region, returns after a barrier.
