@@ -166,19 +166,30 @@ size_t X16Bytes(const WeightView& w) {
   return static_cast<size_t>(l.groups) * l.group_bytes;
 }
 
-Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst) {
+Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst, const X16StepDone& step_done) {
   X16Layout l;
   TRINE_RETURN_IF_ERROR(X16LayoutOf(src, &l));
   const WeightView from = src;  // dst may alias src
   uint8_t* base = AllocX16(from, l, storage, dst);
-  // Groups are independent: spread them over the threads (a load-time cost of ~0.5 GB of copies).
+  const size_t src_group_bytes = 16 * from.row_bytes;
+  constexpr size_t kStepBytes = size_t{16} << 20;
+  const int64_t step_groups =
+      step_done ? std::max<int64_t>(1, static_cast<int64_t>(kStepBytes / src_group_bytes)) : l.groups;
+  for (int64_t g0 = 0; g0 < l.groups; g0 += step_groups) {
+    const int64_t g1 = std::min(l.groups, g0 + step_groups);
+    // Groups are independent: spread them over the threads (a load-time cost of ~0.5 GB of copies).
 #if defined(_OPENMP)  // the NEON cross build of the kernel checks has no OpenMP
 #pragma omp parallel for schedule(static)
 #endif
-  for (int64_t gi = 0; gi < l.groups; ++gi) {
-    const int n_rows = static_cast<int>(std::min<int64_t>(16, from.rows - gi * 16));
-    InterleaveGroup(l, from.data + static_cast<size_t>(gi * 16) * from.row_bytes, from.row_bytes, n_rows,
-                    base + static_cast<size_t>(gi) * l.group_bytes);
+    for (int64_t gi = g0; gi < g1; ++gi) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(16, from.rows - gi * 16));
+      InterleaveGroup(l, from.data + static_cast<size_t>(gi) * src_group_bytes, from.row_bytes, n_rows,
+                      base + static_cast<size_t>(gi) * l.group_bytes);
+    }
+    if (step_done) {
+      const size_t end = std::min(static_cast<size_t>(g1) * src_group_bytes, static_cast<size_t>(from.rows) * from.row_bytes);
+      step_done(static_cast<size_t>(g0) * src_group_bytes, end - static_cast<size_t>(g0) * src_group_bytes);
+    }
   }
   return Status::Ok();
 }

@@ -42,7 +42,13 @@ size_t X16Bytes(const WeightView& w);
 // Writes the x16 interleaved form (WeightView::interleave) of the TQ1_0, TQ2_0, Q4_0 or Q4_K weight
 // `src` into *storage and points *dst at it: into *storage as it is when it holds exactly
 // X16Bytes(src) bytes (a PageArena slice), else into a new PageBuffer.
-Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst);
+// With `step_done`, the groups go in steps of about 16 MiB of `src` and step_done(offset, n) is
+// called (on the calling thread) once a step's source bytes [offset, offset + n) of src.data have
+// all been read: a caller copying from a file mapping releases those pages there, so the resident
+// set grows by one step over the copy instead of by the whole source (the ~0.27 GB LM head).
+using X16StepDone = std::function<void(size_t offset, size_t n)>;
+Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst,
+                     const X16StepDone& step_done = nullptr);
 
 // The same layout built group by group from rows a caller produces: fill(row0, n, rows) writes the
 // plain rows row0 .. row0 + n - 1 (n <= 16, shaped as `shape`: type, rows, cols, row_bytes) into

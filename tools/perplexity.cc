@@ -57,7 +57,7 @@ int RunPerplexity(int argc, char** argv) {
   st = LoadModelAndContext(a, &model, &ctx, &path, &load_ms);
   if (!st.ok()) return Fail(st);
   std::unique_ptr<Tokenizer> tokenizer;
-  st = Tokenizer::Create(model->vocab(), &tokenizer);
+  st = Tokenizer::Create(model->shared_vocab(), &tokenizer);
   if (!st.ok()) return Fail(st);
   const Tokenizer& tok = *tokenizer;
   std::vector<TokenId> tokens;

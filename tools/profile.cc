@@ -275,7 +275,7 @@ int RunProfile(int argc, char** argv) {
       st = ReadTextFile(a["ppl-text"].as<std::string>(), &text);
       if (!st.ok()) return Fail(st);
       std::unique_ptr<Tokenizer> tok;
-      st = Tokenizer::Create(model->vocab(), &tok);
+      st = Tokenizer::Create(model->shared_vocab(), &tok);
       if (!st.ok()) return Fail(st);
       std::vector<TokenId> ids;
       st = tok->Tokenize(text, true, false, &ids);

@@ -457,7 +457,7 @@ trine_model* trine_model_load(const char* path, const trine_model_params* params
       state->plan_summary = outcome.summary;
       Log(TRINE_LOG_INFO, std::string(path) + ": " + outcome.summary);
     }
-    state->tokenizer_status = trine::Tokenizer::Create(state->model->vocab(), &state->tokenizer);
+    state->tokenizer_status = trine::Tokenizer::Create(state->model->shared_vocab(), &state->tokenizer);
     if (!state->tokenizer_status.ok()) {
       Log(TRINE_LOG_WARN, std::string(path) + ": no tokenizer: " + state->tokenizer_status.message());
     }

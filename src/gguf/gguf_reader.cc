@@ -278,6 +278,14 @@ const GgufValue* GgufFile::Find(const std::string& key) const {
   return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
 }
 
+void GgufFile::DropMetadata(const std::string& key) {
+  auto it = kv_index_.find(key);
+  if (it == kv_index_.end()) return;
+  kv_.erase(kv_.begin() + static_cast<std::ptrdiff_t>(it->second));
+  kv_index_.clear();
+  for (size_t i = 0; i < kv_.size(); ++i) kv_index_.emplace(kv_[i].first, i);
+}
+
 const GgufTensorInfo* GgufFile::FindTensor(const std::string& name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -72,6 +72,10 @@ class GgufFile {
   // Metadata in file order (of the first split).
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
   const GgufValue* Find(const std::string& key) const;
+  // Forgets the parsed value of `key` (Find returns null after; no-op when absent): for a loader
+  // that has built its own structures from a large array (a model's vocabulary: 128k token
+  // strings and 280k merges are ~15 MB as std::strings) and keeps the file open for its tensors.
+  void DropMetadata(const std::string& key);
 
   // Typed getters: kInvalidFile naming the key when present with a wrong type; `*found` reports
   // presence (missing keys are not errors here).

@@ -338,7 +338,12 @@ Status Model::CopyFileHead() {
     // The head's kernel reads the x16 layout (Q6_K on AVX-512): the copy is that layout; the
     // embedding lookup gathers its rows from it too (EmbedToken), so the file's pages go for good.
     kernels::WeightView x16;
-    TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_file_, &head_copy_, &x16));
+    // Step by step, each step's file pages released once copied: the load's resident peak grows
+    // by one step over the copy, not by the whole head (bitnet-2b: 263 MiB of Q6_K).
+    const uint8_t* file_bytes = output_file_.data;
+    kernels::X16StepDone release;
+    if (file_->is_mmapped()) release = [file_bytes](size_t off, size_t n) { ReleaseFilePages(file_bytes + off, n); };
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_file_, &head_copy_, &x16, release));
     if (file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
     x16.gemm = output_file_.gemm;
     output_file_ = x16;
@@ -461,13 +466,20 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   TRINE_RETURN_IF_ERROR(GgufFile::Open(path, oo, &m->file_));
   const GgufFile& f = *m->file_;
   TRINE_RETURN_IF_ERROR(LoadModelConfig(f, &m->config_));
-  TRINE_RETURN_IF_ERROR(LoadVocab(f, &m->vocab_));
+  Vocab vocab;
+  TRINE_RETURN_IF_ERROR(LoadVocab(f, &vocab));
+  m->vocab_ = std::make_shared<const Vocab>(std::move(vocab));
+  // The vocabulary holds what these said; the file stays open for its tensors only.
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.token_type"}) {
+    m->file_->DropMetadata(key);
+  }
   const ModelConfig& c = m->config_;
   TRINE_RETURN_IF_ERROR(kernels::ActiveIsaStatus());
   m->isa_ = kernels::ActiveIsa();
   m->variant_ = options.ternary_variant;
-  if (m->vocab_.size() > c.n_vocab) {
-    return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_.size()) +
+  if (m->vocab_->size() > c.n_vocab) {
+    return InvalidFile(path + ": tokenizer has " + std::to_string(m->vocab_->size()) +
                        " tokens but token_embd.weight has only " + std::to_string(c.n_vocab) + " rows");
   }
   // Room for every kernel layout (none is over 1.3x its file bytes); only address space until used.

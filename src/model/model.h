@@ -119,7 +119,9 @@ class Model {
   static Status Load(const std::string& path, const ModelLoadOptions& options, std::unique_ptr<Model>* out);
 
   const ModelConfig& config() const { return config_; }
-  const Vocab& vocab() const { return vocab_; }
+  const Vocab& vocab() const { return *vocab_; }
+  // The same vocabulary for a Tokenizer to share (Tokenizer::Create) instead of copying.
+  std::shared_ptr<const Vocab> shared_vocab() const { return vocab_; }
   const GgufFile& file() const { return *file_; }
 
   const kernels::WeightView& token_embd() const { return token_embd_; }  // (V rows, E cols)
@@ -175,7 +177,7 @@ class Model {
   Model() = default;
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
-  Vocab vocab_;
+  std::shared_ptr<const Vocab> vocab_;  // set by Load, never null after
   kernels::WeightView token_embd_;
   kernels::WeightView output_;
   kernels::WeightView output_file_;    // the head as in the file (SetOutputType's source)

@@ -37,7 +37,7 @@ std::vector<std::vector<int32_t>> BuildSamples(const Model& model, int n, uint64
   const ModelConfig& c = model.config();
   std::mt19937_64 rng(seed);
   std::unique_ptr<Tokenizer> tok;
-  if (!Tokenizer::Create(model.vocab(), &tok).ok()) tok.reset();
+  if (!Tokenizer::Create(model.shared_vocab(), &tok).ok()) tok.reset();
   const int max_len = std::max(2, std::min(len, c.n_ctx_train > 0 ? c.n_ctx_train : len));
   std::vector<std::vector<int32_t>> out;
   size_t text_i = 0;

@@ -168,19 +168,20 @@ std::string CleanSpaces(const std::string& text) {
 
 }  // namespace
 
-Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
+Tokenizer::Tokenizer(std::shared_ptr<const Vocab> vocab) : vocab_(std::move(vocab)) {}
 Tokenizer::~Tokenizer() = default;
 
-Status Tokenizer::Create(Vocab vocab, std::unique_ptr<Tokenizer>* out) {
+Status Tokenizer::Create(std::shared_ptr<const Vocab> vocab, std::unique_ptr<Tokenizer>* out) {
+  if (vocab == nullptr) return InvalidArgument("no vocabulary given");
   std::unique_ptr<Tokenizer> t(new Tokenizer(std::move(vocab)));
-  if (t->vocab_.kind() == VocabKind::kBpe) {
-    if (t->vocab_.pre_kind() == PreTokenizerKind::kUnsupported) {
-      return Unsupported("pre-tokenizer '" + t->vocab_.pre() +
+  if (t->vocab_->kind() == VocabKind::kBpe) {
+    if (t->vocab_->pre_kind() == PreTokenizerKind::kUnsupported) {
+      return Unsupported("pre-tokenizer '" + t->vocab_->pre() +
                          "' (tokenizer.ggml.pre) is not supported; known: default, gpt-2, llama3/llama-bpe, "
                          "dbrx, smaug-bpe, deepseek-llm, deepseek-coder, falcon, mpt, starcoder, refact, qwen2, "
                          "stablelm2, olmo, bloom and others of these families");
     }
-    TRINE_RETURN_IF_ERROR(PreTokenizer::Create(PreTokenizer::Patterns(t->vocab_.pre_kind()), &t->pre_));
+    TRINE_RETURN_IF_ERROR(PreTokenizer::Create(PreTokenizer::Patterns(t->vocab_->pre_kind()), &t->pre_));
   }
   *out = std::move(t);
   return Status::Ok();
@@ -189,7 +190,7 @@ Status Tokenizer::Create(Vocab vocab, std::unique_ptr<Tokenizer>* out) {
 Status Tokenizer::FromGguf(const GgufFile& file, std::unique_ptr<Tokenizer>* out) {
   Vocab vocab;
   TRINE_RETURN_IF_ERROR(LoadVocab(file, &vocab));
-  Status st = Create(std::move(vocab), out);
+  Status st = Create(std::make_shared<const Vocab>(std::move(vocab)), out);
   if (!st.ok()) return Status(st.code(), file.path() + ": " + st.message());
   return st;
 }
@@ -200,11 +201,11 @@ Status Tokenizer::Tokenize(const std::string& text, bool add_special, bool parse
   std::vector<Fragment> frags;
   if (!text.empty()) {
     frags.push_back(Fragment{-1, 0, text.size()});
-    Partition(vocab_, text, parse_special, &frags);
+    Partition(*vocab_, text, parse_special, &frags);
   }
-  if (add_special && vocab_.add_bos()) out->push_back(vocab_.bos());
+  if (add_special && vocab_->add_bos()) out->push_back(vocab_->bos());
 
-  if (vocab_.kind() == VocabKind::kSpm) {
+  if (vocab_->kind() == VocabKind::kSpm) {
     bool after_special = true;  // the first fragment gets the space prefix too
     std::string piece;
     for (const Fragment& f : frags) {
@@ -214,10 +215,10 @@ Status Tokenizer::Tokenize(const std::string& text, bool add_special, bool parse
         continue;
       }
       piece.clear();
-      if (vocab_.add_space_prefix() && after_special) piece = " ";
+      if (vocab_->add_space_prefix() && after_special) piece = " ";
       piece.append(text, f.offset, f.length);
       ReplaceAll(&piece, " ", kSpmSpace);
-      TRINE_RETURN_IF_ERROR(internal::SpmEncode(vocab_, piece, out));
+      TRINE_RETURN_IF_ERROR(internal::SpmEncode(*vocab_, piece, out));
       after_special = false;
     }
   } else {
@@ -229,22 +230,22 @@ Status Tokenizer::Tokenize(const std::string& text, bool add_special, bool parse
       }
       words.clear();
       TRINE_RETURN_IF_ERROR(pre_->Split(std::string_view(text).substr(f.offset, f.length), &words));
-      for (const std::string& w : words) internal::BpeEncodeWord(vocab_, w, vocab_.ignore_merges(), out);
+      for (const std::string& w : words) internal::BpeEncodeWord(*vocab_, w, vocab_->ignore_merges(), out);
     }
   }
 
-  if (add_special && vocab_.add_eos()) out->push_back(vocab_.eos());
+  if (add_special && vocab_->add_eos()) out->push_back(vocab_->eos());
   return Status::Ok();
 }
 
 std::string Tokenizer::TokenToPiece(TokenId id, bool render_special) const {
-  if (!vocab_.InRange(id)) return std::string();
-  const uint16_t attr = vocab_.attr(id);
+  if (!vocab_->InRange(id)) return std::string();
+  const uint16_t attr = vocab_->attr(id);
   if (!render_special && (attr & (kAttrControl | kAttrUnknown))) return std::string();
-  const std::string& text = vocab_.token(id);
+  const std::string& text = vocab_->token(id);
   if (attr & (kAttrControl | kAttrUnknown | kAttrUserDefined)) return text;
   if (attr & kAttrNormal) {
-    if (vocab_.kind() == VocabKind::kBpe) return DecodeBpeText(text);
+    if (vocab_->kind() == VocabKind::kBpe) return DecodeBpeText(text);
     std::string s = text;
     ReplaceAll(&s, kSpmSpace, " ");
     return s;
@@ -257,25 +258,25 @@ Status Tokenizer::Detokenize(const std::vector<TokenId>& ids, std::string* out, 
                              bool render_special) const {
   out->clear();
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (!vocab_.InRange(ids[i])) {
+    if (!vocab_->InRange(ids[i])) {
       return InvalidArgument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                             " is out of range (vocabulary has " + std::to_string(vocab_.size()) + " tokens)");
+                             " is out of range (vocabulary has " + std::to_string(vocab_->size()) + " tokens)");
     }
   }
   size_t begin = 0, end = ids.size();
-  bool strip_space = vocab_.add_space_prefix();
-  if (remove_special && vocab_.add_bos() && end > begin && ids[begin] == vocab_.bos()) {
+  bool strip_space = vocab_->add_space_prefix();
+  if (remove_special && vocab_->add_bos() && end > begin && ids[begin] == vocab_->bos()) {
     strip_space = false;  // llama.cpp keeps the space when it drops the BOS
     ++begin;
   }
-  if (remove_special && vocab_.add_eos() && end > begin && ids[end - 1] == vocab_.eos()) --end;
+  if (remove_special && vocab_->add_eos() && end > begin && ids[end - 1] == vocab_->eos()) --end;
   for (size_t i = begin; i < end; ++i) {
     std::string piece = TokenToPiece(ids[i], render_special);
     if (strip_space && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
     strip_space = false;
     out->append(piece);
   }
-  if (vocab_.clean_spaces()) *out = CleanSpaces(*out);
+  if (vocab_->clean_spaces()) *out = CleanSpaces(*out);
   return Status::Ok();
 }
 

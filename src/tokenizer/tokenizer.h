@@ -33,13 +33,14 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Takes the vocabulary. kUnsupported for a BPE vocabulary whose tokenizer.ggml.pre trine does
-  // not know.
-  static Status Create(Vocab vocab, std::unique_ptr<Tokenizer>* out);
+  // Builds on the vocabulary, shared (a model's vocabulary is ~25 MB for a 128k-token BPE vocab:
+  // the tokenizer keeps a reference rather than a second copy). kUnsupported for a BPE
+  // vocabulary whose tokenizer.ggml.pre trine does not know.
+  static Status Create(std::shared_ptr<const Vocab> vocab, std::unique_ptr<Tokenizer>* out);
   // Loads the vocabulary of an open GGUF file (a model or a vocab-only file) and builds on it.
   static Status FromGguf(const GgufFile& file, std::unique_ptr<Tokenizer>* out);
 
-  const Vocab& vocab() const { return vocab_; }
+  const Vocab& vocab() const { return *vocab_; }
 
   // Appends the ids of `text` to *out (cleared first). add_special: BOS (and EOS) as the vocab's
   // add_bos/add_eos flags say. parse_special: control/unknown token texts in `text` become those
@@ -50,7 +51,7 @@ class Tokenizer {
   // tokens -> the byte; BPE unmapped back to bytes. Control and unknown tokens give "" unless
   // render_special. An id out of range gives "" (use IsValid or Detokenize to get an error).
   std::string TokenToPiece(TokenId id, bool render_special) const;
-  bool IsValid(TokenId id) const { return vocab_.InRange(id); }
+  bool IsValid(TokenId id) const { return vocab_->InRange(id); }
 
   // The text of `ids`, as llama_detokenize: pieces concatenated; with add_space_prefix the
   // leading space of the first piece is dropped (unless the first token is BOS, as in llama.cpp);
@@ -61,8 +62,8 @@ class Tokenizer {
                     bool render_special = false) const;
 
  private:
-  explicit Tokenizer(Vocab vocab);
-  Vocab vocab_;
+  explicit Tokenizer(std::shared_ptr<const Vocab> vocab);
+  std::shared_ptr<const Vocab> vocab_;  // never null
   std::unique_ptr<PreTokenizer> pre_;  // BPE only
 };
 

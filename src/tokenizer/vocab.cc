@@ -13,9 +13,12 @@ namespace {
 
 constexpr uint64_t kEmptyMergeKey = ~uint64_t{0};
 
+// Open-addressing capacity for n keys: a power of two at most 60 % full (linear probing stays at
+// ~1.5 probes a hit, ~3 a miss). Llama 3's 280k merges take 8 MiB of slots this way; at most
+// 50 % full they took 16 MiB, resident for the life of the model.
 size_t TableSizeFor(size_t n) {
   size_t cap = 16;
-  while (cap < 2 * n) cap <<= 1;
+  while (cap * 3 < n * 5) cap <<= 1;
   return cap;
 }
 

@@ -73,6 +73,14 @@ TEST(GgufRoundTrip, AllValueTypesAndTensors) {
   ASSERT_EQ(nested->elem_type(), GgufType::kArray);
   ASSERT_EQ(nested->items().size(), 2u);
   EXPECT_EQ(nested->items()[1].strings()[0], "q");
+  // A dropped key is gone; the others are still found where they are (the index is rebuilt).
+  f->DropMetadata("a.arr_str");
+  f->DropMetadata("no.such.key");
+  EXPECT_EQ(f->metadata().size(), 15u);
+  EXPECT_EQ(f->Find("a.arr_str"), nullptr);
+  ASSERT_NE(f->Find("a.nested"), nullptr);
+  EXPECT_EQ(f->Find("a.nested")->items()[1].strings()[0], "q");
+  EXPECT_EQ(f->Find("a.str")->str(), "héllo");
 
   ASSERT_EQ(f->tensors().size(), 2u);
   const GgufTensorInfo* a = f->FindTensor("t0");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/fp16.h"
@@ -309,6 +310,56 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
     // A plain-row shape of another type is refused with the same error as InterleaveX16.
     shape.type = TypeId::kQ8_0;
     EXPECT_FALSE(InterleaveX16Rows(shape, [](int64_t, int, uint8_t*) {}, &by_group, &b).ok());
+  }
+}
+
+// InterleaveX16 with a step callback (Model::CopyFileHead releases the file's pages with it):
+// the same bytes as without, and the steps report the whole source once, in order, each step's
+// bytes only after they were read. 8003 Q4_0 rows of 4096 values are 17.6 MiB: two 16 MiB steps,
+// the second ending in a partial group.
+TEST(X16Layout, SteppedCopyReportsEverySourceByteOnce) {
+  const TypeTraits& tr = GetTypeTraits(TypeId::kQ4_0);
+  const int64_t rows = 8003, cols = 4096;
+  const size_t row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
+  std::vector<uint8_t> plain(row_bytes * rows);
+  std::mt19937 rng(9);
+  std::vector<float> x(static_cast<size_t>(cols));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r < 64) for (auto& v : x) v = nd(rng);  // then repeated: distinct rows in every group matter, not all
+    tr.quantize_row(x.data(), plain.data() + static_cast<size_t>(r) * row_bytes, cols);
+  }
+  WeightView w;
+  w.type = TypeId::kQ4_0;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = row_bytes;
+  w.data = plain.data();
+  PageBuffer whole, stepped;
+  WeightView a, b;
+  ASSERT_TRUE(InterleaveX16(w, &whole, &a).ok());
+  std::vector<std::pair<size_t, size_t>> steps;
+  // A released step reads as zeros from here on (as a dropped file page would read from the file).
+  auto done = [&](size_t off, size_t n) {
+    steps.emplace_back(off, n);
+    std::memset(plain.data() + off, 0, n);
+  };
+  std::vector<uint8_t> kept(plain);
+  ASSERT_TRUE(InterleaveX16(w, &stepped, &b, done).ok());
+  ASSERT_EQ(steps.size(), 2u);
+  size_t next = 0;
+  for (const auto& [off, n] : steps) {
+    EXPECT_EQ(off, next);
+    EXPECT_GT(n, 0u);
+    next = off + n;
+  }
+  EXPECT_EQ(next, plain.size());
+  ASSERT_EQ(a.group_bytes, b.group_bytes);
+  EXPECT_EQ(std::memcmp(a.data, b.data, a.group_bytes * static_cast<size_t>((rows + 15) / 16)), 0);
+  std::vector<uint8_t> scratch(row_bytes);
+  for (int64_t r : {int64_t{0}, int64_t{7279}, int64_t{7280}, rows - 1}) {
+    EXPECT_EQ(std::memcmp(RowData(b, r, scratch.data()), kept.data() + static_cast<size_t>(r) * row_bytes, row_bytes), 0)
+        << "row " << r;
   }
 }
 
