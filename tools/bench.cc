@@ -1,7 +1,8 @@
-// `trine bench`: llama-bench's contract for trine. For each model x thread count x test, a pp
-// row (a prompt of -p tokens evaluated as one batch) and a tg row (-n single-token decodes from an
-// empty context), each repeated -r times after a warm-up, reported as tok/s mean +- sample
-// standard deviation. Beyond llama-bench: the bytes of weights a decoded token reads, the read
+// `trine bench`: llama-bench's contract for trine. For each model x thread count x depth x test,
+// a pp row (a prompt of -p tokens evaluated as one batch) and a tg row (-n single-token decodes)
+// after -d tokens already in the context (0: an empty one; "pp128 @ d1024" as llama-bench names
+// it), each repeated -r times after a warm-up, reported as tok/s mean +- sample standard
+// deviation. Beyond llama-bench: the bytes of weights a decoded token reads, the read
 // rate that implies (GB/s) and, with --membw, the machine's streaming read bandwidth measured here
 // at the same thread count and the share of it the decode reaches.
 #include <cxxopts.hpp>
@@ -50,12 +51,16 @@ struct Row {
   const ModelInfo* model = nullptr;
   int n_threads = 0;
   int n_prompt = 0, n_gen = 0, n_batch = 0;
+  int n_depth = 0;                 // tokens in the context before the timed ones (not timed)
   std::vector<double> samples_ns;  // wall time of each repetition
   double membw_gbps = 0;           // 0 when not measured
   double rss_mib = 0;              // resident set after the test
   std::string time;                // ISO 8601 UTC, when the row started
 
-  std::string test() const { return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen); }
+  std::string test() const {
+    const std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+    return n_depth > 0 ? t + " @ d" + std::to_string(n_depth) : t;
+  }
   int n_tokens() const { return n_prompt > 0 ? n_prompt : n_gen; }
   std::vector<double> samples_ts() const {
     std::vector<double> ts;
@@ -186,22 +191,25 @@ std::vector<std::string> ListArg(const cxxopts::ParseResult& a, const char* name
   return a[name].as<std::vector<std::string>>();
 }
 
-// Prompt tokens as llama-bench makes them: BOS (when the vocabulary adds one), then random ids.
-std::vector<int32_t> RandomTokens(const Model& m, int n, std::mt19937& rng) {
+// Prompt tokens as llama-bench makes them: random ids, the first BOS (when the vocabulary adds
+// one) where they start the context (n_past 0).
+std::vector<int32_t> RandomTokens(const Model& m, int n, int n_past, std::mt19937& rng) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   const int n_vocab = m.config().n_vocab;
   for (auto& id : t) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-  if (n > 0 && m.vocab().add_bos() && m.vocab().bos() >= 0) t[0] = m.vocab().bos();
+  if (n > 0 && n_past == 0 && m.vocab().add_bos() && m.vocab().bos() >= 0) t[0] = m.vocab().bos();
   return t;
 }
 
-Status RunPrompt(Context& ctx, const std::vector<int32_t>& tokens) {
-  ctx.Truncate(0);
+// The tests run after the first n_past tokens of the context (the depth, decoded once per test):
+// each truncates back to them first.
+Status RunPrompt(Context& ctx, int n_past, const std::vector<int32_t>& tokens) {
+  ctx.Truncate(n_past);
   return ctx.Decode(tokens.data(), static_cast<int>(tokens.size()), false);
 }
 
-Status RunGen(Context& ctx, const std::vector<int32_t>& tokens) {
-  ctx.Truncate(0);
+Status RunGen(Context& ctx, int n_past, const std::vector<int32_t>& tokens) {
+  ctx.Truncate(n_past);
   for (int32_t t : tokens) TRINE_RETURN_IF_ERROR(ctx.Decode(&t, 1, false));
   return Status::Ok();
 }
@@ -245,6 +253,7 @@ nlohmann::json RowJson(const Row& r) {
   j["n_batch"] = r.n_batch;
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
+  j["n_depth"] = r.n_depth;
   j["test"] = r.test();
   j["test_time"] = r.time;
   j["avg_ns"] = Row::Mean(r.samples_ns);
@@ -272,6 +281,8 @@ int RunBench(int argc, char** argv) {
       "t,threads", "thread counts, e.g. 1,2 or 1-4 (default: all cores)", cxxopts::value<std::vector<std::string>>())(
       "p,n-prompt", "prompt lengths of the pp tests (0 = none)", cxxopts::value<std::vector<std::string>>())(
       "n,n-gen", "token counts of the tg tests (0 = none)", cxxopts::value<std::vector<std::string>>())(
+      "d,n-depth", "tokens already in the context before each test, e.g. 0,1024 (not timed)",
+      cxxopts::value<std::vector<std::string>>())(
       "b,batch-size", "tokens per forward pass in pp (a longer prompt is split)",
       cxxopts::value<int>()->default_value("512"))("r,repetitions", "repetitions of each test",
                                                     cxxopts::value<int>()->default_value("5"))(
@@ -293,10 +304,11 @@ int RunBench(int argc, char** argv) {
   const std::string format = a["output"].as<std::string>();
   if (format != "md" && format != "json") return UsageError("bench", "-o must be md or json, got '" + format + "'");
 
-  std::vector<int> threads, prompts, gens;
+  std::vector<int> threads, prompts, gens, depths;
   Status st = ParseIntList(ListArg(a, "threads", std::to_string(omp_get_num_procs())), "-t", 1, &threads);
   if (st.ok()) st = ParseIntList(ListArg(a, "n-prompt", "512"), "-p", 0, &prompts);
   if (st.ok()) st = ParseIntList(ListArg(a, "n-gen", "128"), "-n", 0, &gens);
+  if (st.ok()) st = ParseIntList(ListArg(a, "n-depth", "0"), "-d", 0, &depths);
   if (!st.ok()) return Fail(st);
   const int reps = a["repetitions"].as<int>();
   if (reps < 1) return Fail("-r must be >= 1, got " + std::to_string(reps));
@@ -312,6 +324,7 @@ int RunBench(int argc, char** argv) {
   int max_tokens = 1;
   for (int v : prompts) max_tokens = std::max(max_tokens, v);
   for (int v : gens) max_tokens = std::max(max_tokens, v);
+  const int max_depth = *std::max_element(depths.begin(), depths.end());
 
   // Bandwidth first, so its buffer is gone before any model is mapped.
   std::map<int, double> bw;
@@ -341,40 +354,51 @@ int RunBench(int argc, char** argv) {
     const ModelInfo* info = infos.back().get();
     for (int t : threads) {
       ContextParams cp;
-      cp.n_ctx = max_tokens;
+      cp.n_ctx = max_depth + max_tokens;
       cp.n_batch = n_batch;
       cp.n_threads = t;
       std::unique_ptr<Context> ctx;
       st = Context::Create(*model, cp, &ctx);
       if (!st.ok()) return Fail(st);
-      std::vector<std::pair<int, int>> tests;  // (n_prompt, n_gen)
-      for (int p : prompts) {
-        if (p > 0) tests.emplace_back(p, 0);
+      struct Test {
+        int np, ng, depth;
+      };
+      std::vector<Test> tests;
+      for (int d : depths) {
+        for (int p : prompts) {
+          if (p > 0) tests.push_back({p, 0, d});
+        }
+        for (int n : gens) {
+          if (n > 0) tests.push_back({0, n, d});
+        }
       }
-      for (int n : gens) {
-        if (n > 0) tests.emplace_back(0, n);
-      }
-      for (const auto& [np, ng] : tests) {
+      for (const auto& [np, ng, depth] : tests) {
         Row r;
         r.model = info;
         r.n_threads = t;
         r.n_prompt = np;
         r.n_gen = ng;
+        r.n_depth = depth;
         r.n_batch = std::min(n_batch, max_tokens);
         r.membw_gbps = membw ? bw[t] : 0.0;
         r.time = NowIso();
         std::fprintf(stderr, "bench: %s, %d thread%s, %s x %d\n", info->desc.c_str(), t, t == 1 ? "" : "s",
                      r.test().c_str(), reps);
+        // The depth's tokens, once: every run truncates back to them.
+        if (depth > 0) {
+          st = RunPrompt(*ctx, 0, RandomTokens(*model, depth, 0, rng));
+          if (!st.ok()) return Fail(st);
+        }
         // Warm-up as llama-bench: one batch of the prompt, or one generated token.
         if (warmup) {
-          const auto w = RandomTokens(*model, np > 0 ? std::min(np, n_batch) : 1, rng);
-          st = np > 0 ? RunPrompt(*ctx, w) : RunGen(*ctx, w);
+          const auto w = RandomTokens(*model, np > 0 ? std::min(np, n_batch) : 1, depth, rng);
+          st = np > 0 ? RunPrompt(*ctx, depth, w) : RunGen(*ctx, depth, w);
           if (!st.ok()) return Fail(st);
         }
         for (int i = 0; i < reps; ++i) {
-          const auto tokens = RandomTokens(*model, np > 0 ? np : ng, rng);
+          const auto tokens = RandomTokens(*model, np > 0 ? np : ng, depth, rng);
           const auto t0 = Clock::now();
-          st = np > 0 ? RunPrompt(*ctx, tokens) : RunGen(*ctx, tokens);
+          st = np > 0 ? RunPrompt(*ctx, depth, tokens) : RunGen(*ctx, depth, tokens);
           if (!st.ok()) return Fail(st);
           r.samples_ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
         }

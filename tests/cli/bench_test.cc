@@ -62,6 +62,24 @@ TEST(Bench, JsonHasPpAndTgRowsPerThreadCount) {
   }
 }
 
+// -d: each test again after that many tokens already in the context, named as llama-bench does.
+TEST(Bench, DepthRowsFollowTheEmptyContextRows) {
+  std::string out, err;
+  ASSERT_EQ(RunTrine("bench -m " + TinyModel() + " -t 1 -p 8 -n 4 -d 0,16 -r 2 -o json", &out, &err), 0) << err;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.size(), 4u) << out;
+  const char* tests[] = {"pp8", "tg4", "pp8 @ d16", "tg4 @ d16"};
+  const int depths[] = {0, 0, 16, 16};
+  for (size_t i = 0; i < j.size(); ++i) {
+    SCOPED_TRACE(j[i].dump());
+    EXPECT_EQ(j[i]["test"], tests[i]);
+    EXPECT_EQ(j[i]["n_depth"], depths[i]);
+    EXPECT_GT(j[i]["avg_ts"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(RunTrine("bench -m " + TinyModel() + " -t 1 -p 0 -n 2 -d 8 -r 1", &out, &err), 0) << err;
+  EXPECT_NE(out.find("| tg2 @ d8 |"), std::string::npos) << out;
+}
+
 TEST(Bench, MembwAndSeveralModels) {
   std::string out, err;
   ASSERT_EQ(RunTrine("bench -m " + TinyModel() + "," + TinyModel() +
@@ -104,6 +122,8 @@ TEST(Bench, BadArgumentsGiveCleanErrors) {
       {"bench -p abc" + m, 1, "-p"},
       {"bench -n -1" + m, 1, "-n"},
       {"bench -r 0" + m, 1, "-r"},
+      {"bench -d -4" + m, 1, "-d"},
+      {"bench -d x" + m, 1, "-d"},
       {"bench -b 0" + m, 1, "-b"},
       {"bench -m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"bench -m models/vocab/ggml-vocab-llama-spm.gguf", 1, "missing tensor"},
