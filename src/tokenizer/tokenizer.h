@@ -33,7 +33,7 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Builds on the vocabulary, shared (a model's vocabulary is ~25 MB for a 128k-token BPE vocab:
+  // Builds on the vocabulary, shared (Llama 3's 128k-token vocabulary takes ~22 MiB resident:
   // the tokenizer keeps a reference rather than a second copy). kUnsupported for a BPE
   // vocabulary whose tokenizer.ggml.pre trine does not know.
   static Status Create(std::shared_ptr<const Vocab> vocab, std::unique_ptr<Tokenizer>* out);
