@@ -344,7 +344,6 @@ Status Model::CopyFileHead() {
     kernels::X16StepDone release;
     if (file_->is_mmapped()) release = [file_bytes](size_t off, size_t n) { ReleaseFilePages(file_bytes + off, n); };
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(output_file_, &head_copy_, &x16, release));
-    if (file_->is_mmapped()) ReleaseFilePages(t->data, t->n_bytes);
     x16.gemm = output_file_.gemm;
     output_file_ = x16;
     output_ = x16;

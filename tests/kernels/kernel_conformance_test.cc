@@ -262,6 +262,18 @@ TEST(Dispatch, UnknownIsaNameIsReported) {
   EXPECT_TRUE(IsaSupported(Isa::kRef));
 }
 
+// A view of `rows` plain rows of `cols` values of `type` at `data` (the file layout).
+WeightView PlainRows(TypeId type, int64_t rows, int64_t cols, const uint8_t* data) {
+  const TypeTraits& tr = GetTypeTraits(type);
+  WeightView w;
+  w.type = type;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = static_cast<size_t>(cols / tr.block_elems * tr.block_bytes);
+  w.data = data;
+  return w;
+}
+
 // InterleaveX16Rows (rows produced group by group, as a head requantization does) writes the same
 // bytes as InterleaveX16 of the whole plain tensor, for TQ2_0 and Q4_0 and a ragged last group.
 TEST(X16Layout, RowsByGroupEqualWholeTensor) {
@@ -279,12 +291,7 @@ TEST(X16Layout, RowsByGroupEqualWholeTensor) {
       }
       tr.quantize_row(x.data(), plain.data() + static_cast<size_t>(r) * row_bytes, cols);
     }
-    WeightView w;
-    w.type = t;
-    w.rows = rows;
-    w.cols = cols;
-    w.row_bytes = row_bytes;
-    w.data = plain.data();
+    const WeightView w = PlainRows(t, rows, cols, plain.data());
     PageBuffer whole, by_group;
     WeightView a, b;
     ASSERT_TRUE(InterleaveX16(w, &whole, &a).ok());
@@ -329,12 +336,7 @@ TEST(X16Layout, SteppedCopyReportsEverySourceByteOnce) {
     if (r < 64) for (auto& v : x) v = nd(rng);  // then repeated: distinct rows in every group matter, not all
     tr.quantize_row(x.data(), plain.data() + static_cast<size_t>(r) * row_bytes, cols);
   }
-  WeightView w;
-  w.type = TypeId::kQ4_0;
-  w.rows = rows;
-  w.cols = cols;
-  w.row_bytes = row_bytes;
-  w.data = plain.data();
+  const WeightView w = PlainRows(TypeId::kQ4_0, rows, cols, plain.data());
   PageBuffer whole, stepped;
   WeightView a, b;
   ASSERT_TRUE(InterleaveX16(w, &whole, &a).ok());
