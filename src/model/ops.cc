@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/team.h"
 #include "kernels.h"
 
 namespace trine::ops {
@@ -16,14 +17,6 @@ namespace trine::ops {
 constexpr int64_t kParallelMin = 16384;
 
 namespace {
-
-// Thread id's part [lo, hi) of n items, boundaries on multiples of `align` (the last part ends at n).
-void TeamSlice(int64_t n, int64_t align, int64_t* lo, int64_t* hi) {
-  const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-  const int64_t units = (n + align - 1) / align;
-  *lo = std::min(n, units * id / nt * align);
-  *hi = std::min(n, units * (id + 1) / nt * align);
-}
 
 // 1 / sqrt(mean(x^2) + eps) of one row. Element i goes to partial sum i % 8: independent chains the
 // compiler vectorizes, where one running sum is a dim-long chain of dependent double adds. The
@@ -59,46 +52,46 @@ void SwiGluRange(const float* g, const float* u, float* o, int64_t i0, int64_t i
 
 void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int dim, float eps) {
   if (n_tokens >= omp_get_num_threads()) {
-#pragma omp for schedule(static)
-    for (int t = 0; t < n_tokens; ++t) {
-      const float* xt = x + static_cast<int64_t>(t) * dim;
-      float* ot = out + static_cast<int64_t>(t) * dim;
+    int64_t t0, t1;
+    TeamPart(n_tokens, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x + t * dim;
+      float* ot = out + t * dim;
       const float scale = RmsScale(xt, dim, eps);
       for (int k = 0; k < dim; ++k) ot[k] = xt[k] * scale * w[k];
     }
+    TeamSync();
     return;
   }
   // Fewer rows than threads (decode): every thread computes each row's scale (the same bits) and
   // writes its slice of the row.
   int64_t k0, k1;
-  TeamSlice(dim, 16, &k0, &k1);
+  TeamPart(dim, 16, &k0, &k1);
   for (int t = 0; t < n_tokens; ++t) {
     const float* xt = x + static_cast<int64_t>(t) * dim;
     float* ot = out + static_cast<int64_t>(t) * dim;
     const float scale = RmsScale(xt, dim, eps);
-    if (out == x) {
-#pragma omp barrier
-    }
+    if (out == x) TeamSync();
     for (int64_t k = k0; k < k1; ++k) ot[k] = xt[k] * scale * w[k];
   }
-#pragma omp barrier
+  TeamSync();
 }
 
 void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, float eps, int n_threads) {
   const bool par = n_threads > 1 && n_tokens > 1 && static_cast<int64_t>(n_tokens) * dim >= kParallelMin;
-#pragma omp parallel num_threads(n_threads) if (par)
-  RmsNormTeam(x, w, out, n_tokens, dim, eps);
+  RunTeam(n_threads, [&] { RmsNormTeam(x, w, out, n_tokens, dim, eps); }, par);
 }
 
 void AddInPlaceTeam(float* x, const float* y, int64_t n) {
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+  int64_t i0, i1;
+  TeamPart(n, 16, &i0, &i1);
+  for (int64_t i = i0; i < i1; ++i) x[i] += y[i];
+  TeamSync();
 }
 
 void AddInPlace(float* x, const float* y, int64_t n, int n_threads) {
   const bool par = n_threads > 1 && n >= kParallelMin;
-#pragma omp parallel num_threads(n_threads) if (par)
-  AddInPlaceTeam(x, y, n);
+  RunTeam(n_threads, [&] { AddInPlaceTeam(x, y, n); }, par);
 }
 
 void MatMul(const kernels::WeightView& w, const float* x, float* y, int n_tokens, std::vector<uint8_t>* act,
@@ -119,8 +112,8 @@ void ReserveActivations(const kernels::WeightView* const* ws, int n_mats, int n_
 void MatMulShared(const kernels::WeightView* const* ws, float* const* ys, const float* scales, int n_mats,
                   const float* x, int n_tokens, std::vector<uint8_t>* act, int n_threads) {
   ReserveActivations(ws, n_mats, n_tokens, act);
-#pragma omp parallel num_threads(n_threads)
-  MatMulSharedTeam(ws, ys, scales, n_mats, x, n_tokens, act->data());
+  uint8_t* a = act->data();
+  RunTeam(n_threads, [&] { MatMulSharedTeam(ws, ys, scales, n_mats, x, n_tokens, a); });
 }
 
 void MatMulTeam(const kernels::WeightView& w, const float* x, float* y, int n_tokens, uint8_t* act, float scale) {
@@ -154,13 +147,14 @@ void MatMulSharedTeam(const kernels::WeightView* const* ws, float* const* ys, co
       kernels::QuantizeActivations(w0.type, x + static_cast<int64_t>(t) * w0.cols + b0 * be, (b1 - b0) * be,
                                    act + act_bytes * static_cast<size_t>(t) + static_cast<size_t>(b0) * block_bytes);
     }
-#pragma omp barrier
   } else {
-#pragma omp for schedule(static)
-    for (int t = 0; t < n_tokens; ++t) {
-      kernels::QuantizeActivationsFor(w0, x + static_cast<int64_t>(t) * w0.cols, act + act_bytes * static_cast<size_t>(t));
+    int64_t t0, t1;
+    TeamPart(n_tokens, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) {
+      kernels::QuantizeActivationsFor(w0, x + t * w0.cols, act + act_bytes * static_cast<size_t>(t));
     }
   }
+  TeamSync();
   // One contiguous range of 16-row chunks per thread and matrix, one kernel call each (the
   // kernels gather per-call activation data once); each output element is computed by exactly
   // one thread, and a row's value does not depend on the range it falls in.
@@ -173,7 +167,7 @@ void MatMulSharedTeam(const kernels::WeightView* const* ws, float* const* ys, co
     if (r0 < r1) (w.gemm ? w.gemm : kernels::GemmRef)(w, act, act_bytes, n_tokens, ys[m], w.rows, r0, r1, scales[m]);
   }
   // The outputs are read whole by the next step, and `act` is overwritten by the next matmul.
-#pragma omp barrier
+  TeamSync();
 }
 
 void Rope(float* x, int n_heads, int head_dim, int pos, const RopeParams& p) {
@@ -231,35 +225,37 @@ void SwiGluTeam(const float* gate, const float* up, float* out, int64_t n_tokens
   const int64_t vec = dim / 16 * 16;
   static const kernels::SwiGluVecFn vec_fn = kernels::SelectSwiGluVec(kernels::ActiveIsa());
   if (n_tokens >= omp_get_num_threads()) {
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < n_tokens; ++t) SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, 0, dim, vec, vec_fn);
+    int64_t t0, t1;
+    TeamPart(n_tokens, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, 0, dim, vec, vec_fn);
+    TeamSync();
     return;
   }
   // Fewer rows than threads (decode): each thread its 16-aligned slice of every row.
   int64_t i0, i1;
-  TeamSlice(dim, 16, &i0, &i1);
+  TeamPart(dim, 16, &i0, &i1);
   for (int64_t t = 0; t < n_tokens; ++t) SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, i0, i1, vec, vec_fn);
-#pragma omp barrier
+  TeamSync();
 }
 
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim, int n_threads) {
   const bool par = n_threads > 1 && n_tokens > 1 && n_tokens * dim >= kParallelMin;
-#pragma omp parallel num_threads(n_threads) if (par)
-  SwiGluTeam(gate, up, out, n_tokens, dim);
+  RunTeam(n_threads, [&] { SwiGluTeam(gate, up, out, n_tokens, dim); }, par);
 }
 
 void ReluSqrGluTeam(const float* gate, const float* up, float* out, int64_t n) {
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i0, i1;
+  TeamPart(n, 16, &i0, &i1);
+  for (int64_t i = i0; i < i1; ++i) {
     const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
     out[i] = g * g * up[i];
   }
+  TeamSync();
 }
 
 void ReluSqrGlu(const float* gate, const float* up, float* out, int64_t n, int n_threads) {
   const bool par = n_threads > 1 && n >= kParallelMin;
-#pragma omp parallel num_threads(n_threads) if (par)
-  ReluSqrGluTeam(gate, up, out, n);
+  RunTeam(n_threads, [&] { ReluSqrGluTeam(gate, up, out, n); }, par);
 }
 
 }  // namespace trine::ops

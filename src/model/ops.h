@@ -4,9 +4,10 @@
 //
 // Each operator comes in two forms. `Op(..., n_threads)` opens its own parallel region.
 // `OpTeam(...)` is called by every thread of an enclosing parallel region with the same arguments
-// (a layer step runs in one region, src/model/arch/); it splits the work with OpenMP worksharing
-// and returns after a barrier, so every thread then sees the whole result. Called outside any
-// region, a Team form runs all the work on the calling thread.
+// (a layer step runs in one region, src/model/arch/, opened by RunTeam in core/team.h); it splits
+// the work into static parts (TeamPart) and returns after the team's barrier (TeamSync), so every
+// thread then sees the whole result. Called outside any region, a Team form runs all the work on
+// the calling thread.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "core/team.h"
 #include "kernels.h"
 #include "model/ops.h"
 #include "tensor/blocks.h"
@@ -289,13 +290,12 @@ Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int l
   final_norm_.resize(static_cast<size_t>(rows) * E);
   const kernels::WeightView* head[] = {&model_->output()};
   ops::ReserveActivations(head, 1, rows, &st.act);
-#pragma omp parallel num_threads(st.n_threads)
-  {
+  RunTeam(st.n_threads, [&] {
     ops::RmsNormTeam(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(),
                      rows, c.n_embd, c.rms_eps);
     ops::MatMulTeam(model_->output(), final_norm_.data(),
                     logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows, st.act.data());
-  }
+  });
   n_past_ += n;
   return Status::Ok();
 }
@@ -333,19 +333,20 @@ void AttentionOverCache(ForwardState& st, int layer) {
   const int n_items = st.n_tokens * items_per_token;
   {
     // RoPE and the cache rows of each token (distinct rows per token), then attention once
-    // every row is stored (the implicit barrier).
-#pragma omp for schedule(static)
-    for (int t = 0; t < st.n_tokens; ++t) {
+    // every row is stored.
+    int64_t t0, t1;
+    TeamPart(st.n_tokens, 1, &t0, &t1);
+    for (int t = static_cast<int>(t0); t < t1; ++t) {
       const int pos = st.n_past + t;
       ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
       ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
       kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
     }
+    TeamSync();
     std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
     // Round-robin items: with causal attention a token's cost grows with its position, so
     // contiguous blocks of tokens would leave the first thread idle for most of the loop.
-#pragma omp for schedule(static, 1)
-    for (int item = 0; item < n_items; ++item) {
+    for (int item = omp_get_thread_num(); item < n_items; item += omp_get_num_threads()) {
       const int t = item / items_per_token;
       const int h = item % items_per_token * w;  // the item's first head
       const int kvh = h / group;
@@ -392,6 +393,7 @@ void AttentionOverCache(ForwardState& st, int layer) {
       const float inv = 1.0f / sum;
       for (int i = 0; i < hd; ++i) out[i] = acc[i] * inv;
     }
+    TeamSync();
   }
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/team.h"
 #include "model/ops.h"
 
 namespace trine {
@@ -54,18 +55,25 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 // The element-wise steps of a layer, as the layer functions chain them inside one region: norm into
 // a new buffer, norm in place, SwiGLU, ReLU^2, residual add. Fewer rows than threads (decode) take
 // the sliced paths, more rows the row-split ones; dims 40 and 2080 leave ragged 16-lane slices.
-std::vector<float> TeamPipeline(int n_threads, int n_tokens, int dim) {
+// The region is opened by RunTeam (the team's own barrier, as the layers run) or by a plain
+// `omp parallel` (the operators fall back to OpenMP's barrier).
+std::vector<float> TeamPipeline(int n_threads, int n_tokens, int dim, bool run_team = true) {
   const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(dim);
   std::vector<float> x = RandomRow(n, 1), up = RandomRow(n, 2), w = RandomRow(static_cast<size_t>(dim), 3);
   std::vector<float> xb(n), h(n), r(n);
-#pragma omp parallel num_threads(n_threads)
-  {
+  auto steps = [&] {
     ops::RmsNormTeam(x.data(), w.data(), xb.data(), n_tokens, dim, 1e-5f);
     ops::RmsNormTeam(xb.data(), w.data(), xb.data(), n_tokens, dim, 1e-5f);  // in place
     ops::SwiGluTeam(xb.data(), up.data(), h.data(), n_tokens, dim);
     ops::ReluSqrGluTeam(xb.data(), up.data(), r.data(), static_cast<int64_t>(n));
     ops::AddInPlaceTeam(h.data(), r.data(), static_cast<int64_t>(n));
     ops::AddInPlaceTeam(x.data(), h.data(), static_cast<int64_t>(n));
+  };
+  if (run_team) {
+    RunTeam(n_threads, steps);
+  } else {
+#pragma omp parallel num_threads(n_threads)
+    steps();
   }
   return x;
 }
@@ -88,6 +96,8 @@ TEST(Ops, TeamFormsGiveTheSameBitsForAnyTeamSize) {
       for (int threads : {2, 3, 4}) {
         EXPECT_TRUE(SameBits(one, TeamPipeline(threads, n_tokens, dim)))
             << threads << " threads, dim " << dim << ", " << n_tokens << " tokens";
+        EXPECT_TRUE(SameBits(one, TeamPipeline(threads, n_tokens, dim, false)))
+            << threads << " threads in a plain omp region, dim " << dim << ", " << n_tokens << " tokens";
       }
     }
   }

@@ -2,6 +2,7 @@
 // an RMSNorm (attn_sub_norm) on the attention output before Wo and one (ffn_sub_norm) on the
 // gated FFN activation before Wdown; NEOX RoPE; optional per-tensor output scales. The gate
 // activation is SiLU for `bitnet` and ReLU^2 for `bitnet-b1.58`.
+#include "core/team.h"
 #include "model/ops.h"
 #include "runtime/context.h"
 
@@ -15,8 +16,7 @@ void BitnetLayer(ForwardState& st, int layer) {
 
   uint8_t* act = ReserveLayerActivations(st, w);
   // One parallel region for the whole block (fork/join once, barriers between the steps).
-#pragma omp parallel num_threads(st.n_threads)
-  {
+  RunTeam(st.n_threads, [&] {
     const float qkv_scale[] = {w.s_q, w.s_k, w.s_v};
     NormQkvAttentionTeam(st, w, layer, qkv_scale, act);
     ops::RmsNormTeam(st.att.data(), w.attn_sub_norm.data(), st.att.data(), n, c.n_embd, c.rms_eps);
@@ -33,7 +33,7 @@ void BitnetLayer(ForwardState& st, int layer) {
     ops::RmsNormTeam(st.hb.data(), w.ffn_sub_norm.data(), st.hb.data(), n, c.n_ff, c.rms_eps);
     ops::MatMulTeam(w.w_down, st.hb.data(), st.proj.data(), n, act, w.s_down);
     ops::AddInPlaceTeam(st.x.data(), st.proj.data(), n * E);
-  }
+  });
 }
 
 }  // namespace trine

@@ -1,5 +1,6 @@
 // `llama` transformer block (Llama 2/3, TinyLlama): pre-RMSNorm attention with NORM RoPE and GQA,
 // then pre-RMSNorm SwiGLU FFN, each with a residual add.
+#include "core/team.h"
 #include "model/ops.h"
 #include "runtime/context.h"
 
@@ -13,8 +14,7 @@ void LlamaLayer(ForwardState& st, int layer) {
 
   uint8_t* act = ReserveLayerActivations(st, w);
   // One parallel region for the whole block (fork/join once, barriers between the steps).
-#pragma omp parallel num_threads(st.n_threads)
-  {
+  RunTeam(st.n_threads, [&] {
     const float ones[] = {1.0f, 1.0f, 1.0f};
     NormQkvAttentionTeam(st, w, layer, ones, act);
     ops::MatMulTeam(w.wo, st.att.data(), st.proj.data(), n, act);
@@ -24,7 +24,7 @@ void LlamaLayer(ForwardState& st, int layer) {
     ops::SwiGluTeam(st.hb.data(), st.hb2.data(), st.hb.data(), n, F);
     ops::MatMulTeam(w.w_down, st.hb.data(), st.proj.data(), n, act);
     ops::AddInPlaceTeam(st.x.data(), st.proj.data(), n * E);
-  }
+  });
 }
 
 }  // namespace trine
