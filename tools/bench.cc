@@ -53,7 +53,8 @@ struct Row {
   int n_prompt = 0, n_gen = 0, n_batch = 0;
   int n_depth = 0;                 // tokens in the context before the timed ones (not timed)
   std::vector<double> samples_ns;  // wall time of each repetition
-  double membw_gbps = 0;           // 0 when not measured
+  double membw_gbps = 0;           // 0 when not measured; for tg rows the mean of membw_samples
+  std::vector<double> membw_samples;  // tg with --membw: the probe run just before each repetition
   double rss_mib = 0;              // resident set after the test
   std::string time;                // ISO 8601 UTC, when the row started
 
@@ -82,6 +83,17 @@ struct Row {
   }
   bool is_tg() const { return n_prompt == 0; }
   double gbps() const { return is_tg() ? Mean(samples_ts()) * static_cast<double>(model->bytes_per_token) / 1e9 : 0.0; }
+  // Share of the read bandwidth the decode reached, %: each repetition's GB/s over the probe run
+  // just before it, averaged (0 when not measured).
+  double membw_pct() const {
+    if (!is_tg() || membw_samples.size() != samples_ns.size() || samples_ns.empty()) return 0.0;
+    const auto ts = samples_ts();
+    std::vector<double> pct;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      pct.push_back(100.0 * ts[i] * static_cast<double>(model->bytes_per_token) / 1e9 / membw_samples[i]);
+    }
+    return Mean(pct);
+  }
 };
 
 std::string NowIso() {
@@ -233,7 +245,7 @@ void PrintMarkdownRow(const Row& r, bool membw) {
                       " ± " + Cell("%.2f", Row::Stdev(ts)) + " | ";
   if (r.is_tg()) {
     cells += Cell("%.1f", static_cast<double>(r.model->bytes_per_token) / (1 << 20)) + " | " + Cell("%.2f", r.gbps()) + " |";
-    if (membw) cells += r.membw_gbps > 0 ? " " + Cell("%.0f", 100.0 * r.gbps() / r.membw_gbps) + "% |" : " |";
+    if (membw) cells += r.membw_pct() > 0 ? " " + Cell("%.0f", r.membw_pct()) + "% |" : " |";
   } else {
     cells += " |  |";
     if (membw) cells += "  |";
@@ -267,7 +279,8 @@ nlohmann::json RowJson(const Row& r) {
   j["resident_bytes_per_token"] = r.model->resident_bytes_per_token;
   j["gbps"] = r.is_tg() ? nlohmann::json(r.gbps()) : nlohmann::json(nullptr);
   j["membw_gbps"] = r.membw_gbps > 0 ? nlohmann::json(r.membw_gbps) : nlohmann::json(nullptr);
-  j["membw_pct"] = r.membw_gbps > 0 && r.is_tg() ? nlohmann::json(100.0 * r.gbps() / r.membw_gbps) : nlohmann::json(nullptr);
+  j["membw_pct"] = r.membw_pct() > 0 ? nlohmann::json(r.membw_pct()) : nlohmann::json(nullptr);
+  j["membw_samples_gbps"] = r.membw_samples;
   j["rss_mib"] = r.rss_mib;
   return j;
 }
@@ -287,7 +300,7 @@ int RunBench(int argc, char** argv) {
       cxxopts::value<int>()->default_value("512"))("r,repetitions", "repetitions of each test",
                                                     cxxopts::value<int>()->default_value("5"))(
       "o,output", "md or json", cxxopts::value<std::string>()->default_value("md"))(
-      "membw", "measure the memory read bandwidth at each thread count and compare")(
+      "membw", "measure the memory read bandwidth at each thread count, and before each tg run to compare")(
       "membw-mib", "size of the --membw buffer in MiB", cxxopts::value<int>()->default_value("1024"))(
       "no-warmup", "skip the warm-up run")("h,help", "show this help");
   cxxopts::ParseResult a;
@@ -397,11 +410,20 @@ int RunBench(int argc, char** argv) {
         }
         for (int i = 0; i < reps; ++i) {
           const auto tokens = RandomTokens(*model, np > 0 ? np : ng, depth, rng);
+          if (membw && ng > 0) {
+            // The probe again just before each decode run: this host's bandwidth drifts by tens of
+            // percent between seconds, so the start-of-run figure alone can be far from the one
+            // the test ran under. The buffer is freed before the run.
+            MemoryBandwidth mem(static_cast<size_t>(membw_mib) << 20);
+            if (!mem.ok()) return Fail("--membw: cannot allocate " + std::to_string(membw_mib) + " MiB");
+            r.membw_samples.push_back(mem.Measure(t, 2));
+          }
           const auto t0 = Clock::now();
           st = np > 0 ? RunPrompt(*ctx, depth, tokens) : RunGen(*ctx, depth, tokens);
           if (!st.ok()) return Fail(st);
           r.samples_ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
         }
+        if (!r.membw_samples.empty()) r.membw_gbps = Row::Mean(r.membw_samples);
         r.rss_mib = RssMib();
         if (md) PrintMarkdownRow(r, membw);
         rows.push_back(std::move(r));
@@ -411,9 +433,10 @@ int RunBench(int argc, char** argv) {
   if (md) {
     std::string footer = "\ntrine bench, " + NowIso() + ", " + std::to_string(omp_get_num_procs()) + " cores";
     if (membw) {
-      footer += "; memory read bandwidth (" + std::to_string(membw_mib) + " MiB, best of 5):";
+      footer += "; memory read bandwidth (" + std::to_string(membw_mib) + " MiB, best of 5, at the start):";
       for (const auto& [t, g] : bw) footer += " " + std::to_string(t) + (t == 1 ? " thread " : " threads ") + Cell("%.1f", g) + " GB/s";
     }
+    if (membw) footer += "; % of membw: each tg run against a probe (best of 2) just before it";
     std::printf("%s\n", footer.c_str());
     for (const auto& info : infos) {
       if (info->resident_bytes_per_token == info->bytes_per_token) continue;

@@ -83,7 +83,7 @@ TEST(Bench, DepthRowsFollowTheEmptyContextRows) {
 TEST(Bench, MembwAndSeveralModels) {
   std::string out, err;
   ASSERT_EQ(RunTrine("bench -m " + TinyModel() + "," + TinyModel() +
-                         " -t 1 -p 0 -n 2 -r 1 -o json --membw --membw-mib 16 --no-warmup",
+                         " -t 1 -p 0 -n 2 -r 2 -o json --membw --membw-mib 16 --no-warmup",
                      &out, &err),
             0)
       << err;
@@ -93,6 +93,16 @@ TEST(Bench, MembwAndSeveralModels) {
     EXPECT_EQ(r["test"], "tg2");
     EXPECT_GT(r["membw_gbps"].get<double>(), 0.0);
     EXPECT_GT(r["membw_pct"].get<double>(), 0.0);
+    // One probe before each of the 2 runs; the row's figure is their mean.
+    ASSERT_EQ(r["membw_samples_gbps"].size(), 2u) << r;
+    const double a = r["membw_samples_gbps"][0].get<double>(), b = r["membw_samples_gbps"][1].get<double>();
+    EXPECT_GT(a, 0.0);
+    EXPECT_GT(b, 0.0);
+    EXPECT_NEAR(r["membw_gbps"].get<double>(), (a + b) / 2, 1e-9 * (a + b));
+    // The % pairs each run with its own probe.
+    const double want = 50.0 * (r["samples_ts"][0].get<double>() / a + r["samples_ts"][1].get<double>() / b) *
+                        r["bytes_per_token"].get<double>() / 1e9;
+    EXPECT_NEAR(r["membw_pct"].get<double>(), want, 1e-9 * want);
   }
   EXPECT_NE(err.find("memory read bandwidth"), std::string::npos) << err;
 }
