@@ -245,13 +245,21 @@ void PrintMarkdownRow(const Row& r, bool membw) {
                       " ± " + Cell("%.2f", Row::Stdev(ts)) + " | ";
   if (r.is_tg()) {
     cells += Cell("%.1f", static_cast<double>(r.model->bytes_per_token) / (1 << 20)) + " | " + Cell("%.2f", r.gbps()) + " |";
-    if (membw) cells += r.membw_pct() > 0 ? " " + Cell("%.0f", r.membw_pct()) + "% |" : " |";
+    const double pct = r.membw_pct();
+    if (membw) cells += pct > 0 ? " " + Cell("%.0f", pct) + "% |" : " |";
   } else {
     cells += " |  |";
     if (membw) cells += "  |";
   }
   std::printf("%s\n", cells.c_str());
   std::fflush(stdout);
+}
+
+// The --membw probe's buffer of `mib` MiB; the error names the size when it cannot be allocated.
+Status NewProbe(int mib, std::unique_ptr<MemoryBandwidth>* out) {
+  *out = std::make_unique<MemoryBandwidth>(static_cast<size_t>(mib) << 20);
+  if (!(*out)->ok()) return Status(StatusCode::kOutOfMemory, "--membw: cannot allocate " + std::to_string(mib) + " MiB");
+  return Status::Ok();
 }
 
 nlohmann::json RowJson(const Row& r) {
@@ -279,7 +287,8 @@ nlohmann::json RowJson(const Row& r) {
   j["resident_bytes_per_token"] = r.model->resident_bytes_per_token;
   j["gbps"] = r.is_tg() ? nlohmann::json(r.gbps()) : nlohmann::json(nullptr);
   j["membw_gbps"] = r.membw_gbps > 0 ? nlohmann::json(r.membw_gbps) : nlohmann::json(nullptr);
-  j["membw_pct"] = r.membw_pct() > 0 ? nlohmann::json(r.membw_pct()) : nlohmann::json(nullptr);
+  const double pct = r.membw_pct();
+  j["membw_pct"] = pct > 0 ? nlohmann::json(pct) : nlohmann::json(nullptr);
   j["membw_samples_gbps"] = r.membw_samples;
   j["rss_mib"] = r.rss_mib;
   return j;
@@ -342,12 +351,13 @@ int RunBench(int argc, char** argv) {
   // Bandwidth first, so its buffer is gone before any model is mapped.
   std::map<int, double> bw;
   if (membw) {
-    MemoryBandwidth mem(static_cast<size_t>(membw_mib) << 20);
-    if (!mem.ok()) return Fail("--membw: cannot allocate " + std::to_string(membw_mib) + " MiB");
+    std::unique_ptr<MemoryBandwidth> mem;
+    st = NewProbe(membw_mib, &mem);
+    if (!st.ok()) return Fail(st);
     for (int t : threads) {
-      bw[t] = mem.Measure(t, 5);
+      bw[t] = mem->Measure(t, 5);
       std::fprintf(stderr, "bench: memory read bandwidth, %d thread%s: %.1f GB/s (best of 5 over %d MiB, %s loads)\n", t,
-                   t == 1 ? "" : "s", bw[t], membw_mib, mem.loop().c_str());
+                   t == 1 ? "" : "s", bw[t], membw_mib, mem->loop().c_str());
     }
   }
 
@@ -414,9 +424,10 @@ int RunBench(int argc, char** argv) {
             // The probe again just before each decode run: this host's bandwidth drifts by tens of
             // percent between seconds, so the start-of-run figure alone can be far from the one
             // the test ran under. The buffer is freed before the run.
-            MemoryBandwidth mem(static_cast<size_t>(membw_mib) << 20);
-            if (!mem.ok()) return Fail("--membw: cannot allocate " + std::to_string(membw_mib) + " MiB");
-            r.membw_samples.push_back(mem.Measure(t, 2));
+            std::unique_ptr<MemoryBandwidth> mem;
+            st = NewProbe(membw_mib, &mem);
+            if (!st.ok()) return Fail(st);
+            r.membw_samples.push_back(mem->Measure(t, 2));
           }
           const auto t0 = Clock::now();
           st = np > 0 ? RunPrompt(*ctx, depth, tokens) : RunGen(*ctx, depth, tokens);
@@ -435,8 +446,8 @@ int RunBench(int argc, char** argv) {
     if (membw) {
       footer += "; memory read bandwidth (" + std::to_string(membw_mib) + " MiB, best of 5, at the start):";
       for (const auto& [t, g] : bw) footer += " " + std::to_string(t) + (t == 1 ? " thread " : " threads ") + Cell("%.1f", g) + " GB/s";
+      footer += "; % of membw: each tg run against a probe (best of 2) just before it";
     }
-    if (membw) footer += "; % of membw: each tg run against a probe (best of 2) just before it";
     std::printf("%s\n", footer.c_str());
     for (const auto& info : infos) {
       if (info->resident_bytes_per_token == info->bytes_per_token) continue;
