@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_batched.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "kernels.h"
@@ -311,10 +312,21 @@ int RunBench(int argc, char** argv) {
       "o,output", "md or json", cxxopts::value<std::string>()->default_value("md"))(
       "membw", "measure the memory read bandwidth at each thread count, and before each tg run to compare")(
       "membw-mib", "size of the --membw buffer in MiB", cxxopts::value<int>()->default_value("1024"))(
-      "no-warmup", "skip the warm-up run")("h,help", "show this help");
+      "no-warmup", "skip the warm-up run")(
+      "npp", "llama-batched-bench mode: prompt lengths, e.g. 128 (with -ntg and -npl)",
+      cxxopts::value<std::vector<std::string>>())("ntg", "llama-batched-bench mode: generated tokens per sequence",
+                                                  cxxopts::value<std::vector<std::string>>())(
+      "npl", "llama-batched-bench mode: parallel sequences, e.g. 1,4,8,16", cxxopts::value<std::vector<std::string>>())(
+      "pps", "llama-batched-bench mode: one prompt shared by the sequences (computed once, forked)")(
+      "h,help", "show this help");
+  // llama-batched-bench's single-dash spellings.
+  std::vector<std::string> mapped =
+      MapShortFlags(argc, argv, {{"-npp", "--npp"}, {"-ntg", "--ntg"}, {"-npl", "--npl"}, {"-pps", "--pps"}});
+  std::vector<char*> margv;
+  for (auto& m : mapped) margv.push_back(m.data());
   cxxopts::ParseResult a;
   try {
-    a = opts.parse(argc, argv);
+    a = opts.parse(static_cast<int>(margv.size()), margv.data());
   } catch (const cxxopts::exceptions::exception& e) {
     return UsageError("bench", e.what());
   }
@@ -343,6 +355,27 @@ int RunBench(int argc, char** argv) {
   std::vector<std::string> paths;
   if (a.count("model")) paths = a["model"].as<std::vector<std::string>>();
   if (paths.empty()) paths.push_back(ResolveModelPath(""));
+  if (a.count("npp") || a.count("ntg") || a.count("npl") || a.count("pps")) {
+    BatchedBenchArgs ba;
+    st = ParseIntList(ListArg(a, "npp", "128"), "-npp", 0, &ba.npp);
+    if (st.ok()) st = ParseIntList(ListArg(a, "ntg", "128"), "-ntg", 0, &ba.ntg);
+    if (st.ok()) st = ParseIntList(ListArg(a, "npl", "1,2,4,8,16"), "-npl", 1, &ba.npl);
+    if (!st.ok()) return Fail(st);
+    ba.threads = threads;
+    ba.n_batch = a.count("batch-size") ? n_batch : 2048;  // llama-batched-bench's default
+    ba.pp_shared = a.count("pps") > 0;
+    ba.json = format == "json";
+    ba.warmup = warmup;
+    for (const std::string& path : paths) {
+      std::unique_ptr<Model> model;
+      st = Model::Load(path, ModelLoadOptions(), &model);
+      if (!st.ok()) return Fail(st);
+      model->WaitForHugePages();
+      const int rc = RunBatchedBench(*model, path, ba);
+      if (rc != kExitOk) return rc;
+    }
+    return kExitOk;
+  }
   int max_tokens = 1;
   for (int v : prompts) max_tokens = std::max(max_tokens, v);
   for (int v : gens) max_tokens = std::max(max_tokens, v);

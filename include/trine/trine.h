@@ -254,9 +254,15 @@ typedef struct trine_context_params {
   /* Appended in 0.1 after kv_type; a struct_size of offsetof(trine_context_params, kv_type_v)
    * (the earlier layout) is accepted and means TRINE_KV_SAME. */
   trine_kv_type kv_type_v; /* V cache precision, or TRINE_KV_SAME */
+  /* Appended in 0.1 after kv_type_v; the earlier layouts (struct_size 24 or 32 on LP64) are
+   * accepted and mean n_seq_max 1, kv_pool_size 0. */
+  int32_t n_seq_max;    /* sequences the context holds at once (ids 0 .. n_seq_max - 1); >= 1 */
+  int32_t kv_pool_size; /* positions of the KV pool all sequences share (blocks of 16); 0: n_ctx.
+                           Each sequence still holds at most n_ctx positions. */
 } trine_context_params;
 
-/* Defaults: n_ctx 0, n_batch 512, n_threads 0, TRINE_KV_F16, kv_type_v TRINE_KV_SAME.
+/* Defaults: n_ctx 0, n_batch 512, n_threads 0, TRINE_KV_F16, kv_type_v TRINE_KV_SAME, n_seq_max 1,
+ * kv_pool_size 0.
  * Thread-safe. */
 TRINE_API trine_context_params trine_context_default_params(void);
 
@@ -294,6 +300,56 @@ TRINE_API int32_t trine_context_n_threads(const trine_context* ctx);
  * multi-turn use or to rewind. Both drop the current logits. One thread at a time. */
 TRINE_API trine_status trine_context_kv_clear(trine_context* ctx);
 TRINE_API trine_status trine_context_kv_trim(trine_context* ctx, int32_t n);
+
+/* ---- Several sequences in one context ------------------------------------------------------
+ * A context holds up to n_seq_max sequences in one paged KV pool of kv_pool_size positions: blocks
+ * of 16 positions are taken as a sequence grows and returned when it shrinks, and a forked prefix
+ * shares its blocks until one of the sequences writes into one (it is then copied). The calls
+ * above (trine_context_decode, n_past, kv_clear, kv_trim, trine_generate) act on sequence 0.
+ * A batch carries tokens of several sequences (llama.cpp's llama_batch): one
+ * trine_context_decode_batch evaluates them in one forward pass, so every weight matrix is read
+ * once for all of them, and each token attends to its own sequence only. The logits of a sequence
+ * are those it gets decoded alone (see docs/engine.md for which paths give the same bits). */
+typedef struct trine_batch trine_batch;
+/* A batch with room for n_tokens_max (> 0) tokens, or NULL (INVALID_ARGUMENT, OUT_OF_MEMORY). */
+TRINE_API trine_batch* trine_batch_init(int32_t n_tokens_max);
+/* NULL is a no-op; a double free is detected (see trine_model_free). */
+TRINE_API void trine_batch_free(trine_batch* batch);
+/* Appends a token of sequence seq_id at position pos (-1: where the sequence continues; a
+ * sequence's tokens continue its positions in order). logits: keep this token's logits.
+ * @return TRINE_OK; INVALID_ARGUMENT for a NULL batch, a full batch, seq_id < 0 or pos < -1. */
+TRINE_API trine_status trine_batch_add(trine_batch* batch, trine_token token, int32_t pos, int32_t seq_id,
+                                       bool logits);
+/* Empties the batch (its capacity stays). */
+TRINE_API trine_status trine_batch_clear(trine_batch* batch);
+/* Tokens in the batch, or a negative status for NULL. */
+TRINE_API int32_t trine_batch_n_tokens(const trine_batch* batch);
+/* Evaluates the batch (split in n_batch pieces when longer) and appends each token to its
+ * sequence's KV cache.
+ * @return TRINE_OK; INVALID_ARGUMENT for NULL, an empty batch, a token id, sequence id
+ *         (>= n_seq_max) or position out of range, a sequence that would exceed n_ctx;
+ *         OUT_OF_MEMORY ("KV pool full") when the pool has too few free blocks. On any error no
+ *         sequence changes. One thread at a time. */
+TRINE_API trine_status trine_context_decode_batch(trine_context* ctx, const trine_batch* batch);
+/* Logits of token i of the last decoded batch (it must have asked for them); i = -1: the last
+ * token that did. After trine_context_decode, i indexes its tokens the same way. Valid as for
+ * trine_context_get_logits; NULL (error set) otherwise. */
+TRINE_API const float* trine_context_get_logits_ith(trine_context* ctx, int32_t i);
+/* Positions held by sequence seq_id, or a negative status (NULL ctx, seq_id out of range). */
+TRINE_API int32_t trine_context_seq_pos(const trine_context* ctx, int32_t seq_id);
+/* Removes positions [p0, p1) of sequence seq_id (p0 < 0: 0; p1 < 0: to the end) and returns the
+ * blocks it no longer uses to the pool. Only a tail can be removed (p1 < 0 or p1 >= its positions;
+ * UNSUPPORTED otherwise): seq_rm(ctx, s, 0, -1) frees the whole sequence. */
+TRINE_API trine_status trine_context_seq_rm(trine_context* ctx, int32_t seq_id, int32_t p0, int32_t p1);
+/* Sequence dst drops what it held and becomes the first n_pos positions of src (-1: all of them),
+ * sharing its blocks: a common prompt is computed once. INVALID_ARGUMENT for ids out of range,
+ * src == dst, or n_pos beyond src's positions. */
+TRINE_API trine_status trine_context_seq_fork(trine_context* ctx, int32_t src, int32_t dst, int32_t n_pos);
+/* n_seq_max; the pool's size and its free part, in positions (16 per block); negative status for
+ * a NULL ctx. */
+TRINE_API int32_t trine_context_n_seq_max(const trine_context* ctx);
+TRINE_API int32_t trine_context_kv_pool_size(const trine_context* ctx);
+TRINE_API int32_t trine_context_kv_pool_free(const trine_context* ctx);
 
 /* ---- Sampler ------------------------------------------------------------------------------ */
 

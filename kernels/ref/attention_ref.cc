@@ -31,15 +31,17 @@ float DotF16Order(const float* x, const float* y, int n) {
   return static_cast<float>(sumf);
 }
 
-void AttnF16Ref(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int hd, float scale,
-                float* out) {
+namespace {
+
+// AttnF16Ref over any KvHead layout (q already rounded to fp16).
+void AttnF16Rows(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale, float* out) {
   const float* table = Fp16ToFp32Table();
   std::vector<float> kb(static_cast<size_t>(hd));
   std::vector<uint16_t> acc16(static_cast<size_t>(hd), 0);
   float max_s = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
   for (int p = 0; p < n_kv; ++p) {
-    const uint16_t* kp = k + static_cast<size_t>(p) * stride;
+    const uint16_t* kp = reinterpret_cast<const uint16_t*>(KvRowAt(k, p));
     for (int i = 0; i < hd; ++i) kb[static_cast<size_t>(i)] = table[kp[i]];
     const float s = DotF16Order(kb.data(), q, hd) * scale;
     float ms = 1.0f, vs = 1.0f;
@@ -50,7 +52,7 @@ void AttnF16Ref(const float* q, const uint16_t* k, const uint16_t* v, size_t str
     } else {
       vs = std::exp(s - max_s);
     }
-    const uint16_t* vp = v + static_cast<size_t>(p) * stride;
+    const uint16_t* vp = reinterpret_cast<const uint16_t*>(KvRowAt(v, p));
     for (int i = 0; i < hd; ++i) {
       uint16_t& a = acc16[static_cast<size_t>(i)];
       a = Fp32ToFp16(std::fma(table[vp[i]], vs, table[a]));
@@ -59,6 +61,17 @@ void AttnF16Ref(const float* q, const uint16_t* k, const uint16_t* v, size_t str
   }
   const float inv = 1.0f / sum;
   for (int i = 0; i < hd; ++i) out[i] = table[acc16[static_cast<size_t>(i)]] * inv;
+}
+
+}  // namespace
+
+void AttnF16Ref(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, int n_kv, int hd, float scale,
+                float* out) {
+  KvHead kh, vh;
+  kh.data = reinterpret_cast<const uint8_t*>(k);
+  vh.data = reinterpret_cast<const uint8_t*>(v);
+  kh.stride = vh.stride = stride * sizeof(uint16_t);
+  AttnF16Rows(q, kh, vh, n_kv, hd, scale, out);
 }
 
 size_t KvRowBytes(KvRowType type, int n) {
@@ -128,8 +141,7 @@ void AttnRef(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd,
     for (size_t i = 0; i < n; ++i) qh[i] = Fp16ToFp32(Fp32ToFp16(q[i]));
   }
   if (k_f16 && v_f16) {
-    AttnF16Ref(qh.data(), reinterpret_cast<const uint16_t*>(k.data), reinterpret_cast<const uint16_t*>(v.data),
-               k.stride / sizeof(uint16_t), n_kv, hd, scale, out);
+    AttnF16Rows(qh.data(), k, v, n_kv, hd, scale, out);
     return;
   }
   const int nb = hd / kQK8_0;
@@ -141,7 +153,7 @@ void AttnRef(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd,
   float max_s = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
   for (int p = 0; p < n_kv; ++p) {
-    const uint8_t* kp = k.data + static_cast<size_t>(p) * k.stride;
+    const uint8_t* kp = KvRowAt(k, p);
     float s;
     if (k_f16) {
       const uint16_t* k16 = reinterpret_cast<const uint16_t*>(kp);
@@ -159,7 +171,7 @@ void AttnRef(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd,
     } else {
       vs = std::exp(s - max_s);
     }
-    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
+    const uint8_t* vp = KvRowAt(v, p);
     if (v_f16) {
       const uint16_t* v16 = reinterpret_cast<const uint16_t*>(vp);
       for (size_t i = 0; i < n; ++i) {

@@ -35,13 +35,29 @@ float DotF16Order(const float* x, const float* y, int n);
 // the reference's bits.
 enum class KvRowType { kF16 = 0, kQ8_0 = 1, kQ4_0 = 2 };
 
-// One head of one layer of a KV cache: `data` points at the head's values (F16) or first block
-// (Q8_0/Q4_0) at position 0; position p starts `stride` bytes further per position.
+// A paged cache keeps each sequence's positions in blocks of kKvBlockPositions rows; a block table
+// (one entry per block of the sequence) says where each block lies in the pool.
+constexpr int kKvBlockShift = 4;
+constexpr int kKvBlockPositions = 1 << kKvBlockShift;
+
+// One head of one layer of a KV cache. Contiguous (blocks == null): `data` points at the head's
+// values (F16) or first block (Q8_0/Q4_0) at position 0, and position p starts p * `stride` bytes
+// further. Paged: position p is row p % kKvBlockPositions (`stride` bytes apart) of pool block
+// blocks[p / kKvBlockPositions], and pool block b starts b * `block_bytes` bytes after `data`.
 struct KvHead {
   KvRowType type = KvRowType::kF16;
   const uint8_t* data = nullptr;
   size_t stride = 0;
+  const int32_t* blocks = nullptr;
+  size_t block_bytes = 0;
 };
+
+// The first byte of position p's row of head h.
+inline const uint8_t* KvRowAt(const KvHead& h, int p) {
+  if (h.blocks == nullptr) return h.data + static_cast<size_t>(p) * h.stride;
+  return h.data + static_cast<size_t>(h.blocks[p >> kKvBlockShift]) * h.block_bytes +
+         static_cast<size_t>(p & (kKvBlockPositions - 1)) * h.stride;
+}
 
 // q: head_dim fp32 values (unrounded: the kernel rounds or quantizes them as above).
 using AttnFn = void (*)(const float* q, const KvHead& k, const KvHead& v, int n_kv, int head_dim, float scale,

@@ -58,6 +58,11 @@ struct trine_context {
   int n_logits = 0;  // rows of logits of the last decode; 0 after kv_clear / kv_trim / a failure
 };
 
+struct trine_batch {
+  trine::Batch batch;
+  int32_t capacity = 0;
+};
+
 struct trine_sampler {
   explicit trine_sampler(const trine::SamplerParams& p) : sampler(p) {}
   trine::Sampler sampler;
@@ -332,6 +337,10 @@ LiveHandles<trine_context>& LiveContexts() {
   static auto* live = new LiveHandles<trine_context>;
   return *live;
 }
+LiveHandles<trine_batch>& LiveBatches() {
+  static auto* live = new LiveHandles<trine_batch>;
+  return *live;
+}
 LiveHandles<trine_sampler>& LiveSamplers() {
   static auto* live = new LiveHandles<trine_sampler>;
   return *live;
@@ -348,6 +357,14 @@ void FreeHandle(const char* fn, const char* type, LiveHandles<Handle>& live, Han
     return;
   }
   delete h;
+}
+
+// True when seq_id names one of ctx's sequences; INVALID_ARGUMENT set otherwise.
+bool SeqInRange(const char* fn, const trine_context* ctx, int32_t seq_id) {
+  if (seq_id >= 0 && seq_id < ctx->ctx->n_seq_max()) return true;
+  SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: seq_id %d is out of range [0, %d) (n_seq_max)", fn, seq_id,
+            ctx->ctx->n_seq_max());
+  return false;
 }
 
 std::string BosText(const trine_model* model) {
@@ -618,6 +635,8 @@ trine_context_params trine_context_default_params(void) {
   p.n_threads = d.n_threads;
   p.kv_type = TRINE_KV_F16;
   p.kv_type_v = TRINE_KV_SAME;
+  p.n_seq_max = d.n_seq_max;
+  p.kv_pool_size = d.kv_pool;
   return p;
 }
 
@@ -626,10 +645,16 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
   return Guard(fn, static_cast<trine_context*>(nullptr), [&]() -> trine_context* {
     if (ModelOf(fn, model) == nullptr) return nullptr;
     if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_context_default_params())"), nullptr;
-    // The layout before kv_type_v was appended is still accepted (kv_type_v = TRINE_KV_SAME).
-    const bool has_kv_type_v = params->struct_size != offsetof(trine_context_params, kv_type_v);
-    if (has_kv_type_v &&
-        !CheckStructSize(fn, params->struct_size, sizeof(trine_context_params), "trine_context_params")) {
+    // The layouts before kv_type_v and before n_seq_max were appended are still accepted
+    // (kv_type_v = TRINE_KV_SAME; n_seq_max 1, kv_pool_size 0).
+    struct ParamsBeforeSeqs {  // trine_context_params up to kv_type_v
+      size_t struct_size;
+      int32_t n_ctx, n_batch, n_threads, kv_type, kv_type_v;
+    };
+    const size_t size = params->struct_size;
+    const bool has_kv_type_v = size != offsetof(trine_context_params, kv_type_v);
+    const bool has_seqs = has_kv_type_v && size != sizeof(ParamsBeforeSeqs);
+    if (has_seqs && !CheckStructSize(fn, size, sizeof(trine_context_params), "trine_context_params")) {
       return nullptr;
     }
     trine::ContextParams cp;
@@ -645,6 +670,10 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
         if (!KvTypeFromC(fn, &params->kv_type_v, "kv_type_v", &tv)) return nullptr;
         cp.kv_type_v = tv;
       }
+    }
+    if (has_seqs) {
+      cp.n_seq_max = params->n_seq_max;
+      cp.kv_pool = params->kv_pool_size;
     }
     const trine::Model& m = *model->state->model;
     if (cp.n_ctx > m.config().n_ctx_train) {
@@ -715,6 +744,127 @@ trine_status trine_context_kv_trim(trine_context* ctx, int32_t n) {
   ctx->ctx->Truncate(n);
   ctx->n_logits = 0;
   return TRINE_OK;
+}
+
+// ---- Several sequences -----------------------------------------------------------------------
+
+trine_batch* trine_batch_init(int32_t n_tokens_max) {
+  static const char* fn = "trine_batch_init";
+  return Guard(fn, static_cast<trine_batch*>(nullptr), [&]() -> trine_batch* {
+    if (n_tokens_max <= 0) return InvalidArg(fn, "n_tokens_max must be > 0"), nullptr;
+    auto* b = new trine_batch;
+    b->capacity = n_tokens_max;
+    b->batch.token.reserve(static_cast<size_t>(n_tokens_max));
+    b->batch.pos.reserve(static_cast<size_t>(n_tokens_max));
+    b->batch.seq.reserve(static_cast<size_t>(n_tokens_max));
+    b->batch.logits.reserve(static_cast<size_t>(n_tokens_max));
+    return LiveBatches().Add(b);
+  });
+}
+
+void trine_batch_free(trine_batch* batch) { FreeHandle("trine_batch_free", "trine_batch", LiveBatches(), batch); }
+
+trine_status trine_batch_add(trine_batch* batch, trine_token token, int32_t pos, int32_t seq_id, bool logits) {
+  static const char* fn = "trine_batch_add";
+  if (batch == nullptr) return InvalidArg(fn, "batch is NULL");
+  if (batch->batch.size() >= batch->capacity) {
+    SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: the batch is full (%d tokens)", fn, batch->capacity);
+    return TRINE_ERROR_INVALID_ARGUMENT;
+  }
+  if (seq_id < 0) return InvalidArg(fn, "seq_id must be >= 0");
+  if (pos < -1) return InvalidArg(fn, "pos must be >= 0, or -1 for where the sequence continues");
+  batch->batch.Add(token, pos, seq_id, logits);  // capacity reserved: no allocation
+  return TRINE_OK;
+}
+
+trine_status trine_batch_clear(trine_batch* batch) {
+  if (batch == nullptr) return InvalidArg("trine_batch_clear", "batch is NULL");
+  batch->batch.Clear();
+  return TRINE_OK;
+}
+
+int32_t trine_batch_n_tokens(const trine_batch* batch) {
+  if (batch == nullptr) return InvalidArg("trine_batch_n_tokens", "batch is NULL");
+  return batch->batch.size();
+}
+
+trine_status trine_context_decode_batch(trine_context* ctx, const trine_batch* batch) {
+  static const char* fn = "trine_context_decode_batch";
+  return Guard(fn, TRINE_ERROR_INTERNAL, [&]() -> trine_status {
+    if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+    if (batch == nullptr) return InvalidArg(fn, "batch is NULL");
+    ctx->n_logits = 0;
+    trine::Status st = ctx->ctx->Decode(batch->batch);
+    if (!st.ok()) return Fail(st);
+    ctx->n_logits = ctx->ctx->n_outputs();
+    return TRINE_OK;
+  });
+}
+
+const float* trine_context_get_logits_ith(trine_context* ctx, int32_t i) {
+  static const char* fn = "trine_context_get_logits_ith";
+  if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL"), nullptr;
+  if (i == -1) return LogitsRow(fn, ctx, -1);
+  const int row = ctx->n_logits > 0 ? ctx->ctx->LogitsRow(i) : -1;
+  if (row < 0) {
+    SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: token %d of the last batch has no logits (asked for none, or out of range)",
+              fn, i);
+    return nullptr;
+  }
+  return LogitsRow(fn, ctx, row);
+}
+
+int32_t trine_context_seq_pos(const trine_context* ctx, int32_t seq_id) {
+  static const char* fn = "trine_context_seq_pos";
+  if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+  if (!SeqInRange(fn, ctx, seq_id)) return TRINE_ERROR_INVALID_ARGUMENT;
+  return ctx->ctx->SeqPos(seq_id);
+}
+
+trine_status trine_context_seq_rm(trine_context* ctx, int32_t seq_id, int32_t p0, int32_t p1) {
+  static const char* fn = "trine_context_seq_rm";
+  if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+  if (!SeqInRange(fn, ctx, seq_id)) return TRINE_ERROR_INVALID_ARGUMENT;
+  const int32_t n = ctx->ctx->SeqPos(seq_id);
+  if (p0 < 0) p0 = 0;
+  if (p1 >= 0 && p1 < n && p0 < p1) {
+    SetErrorF(TRINE_ERROR_UNSUPPORTED,
+              "%s: positions [%d, %d) of sequence %d (of %d): only a tail can be removed (p1 = -1)", fn, p0, p1,
+              seq_id, n);
+    return TRINE_ERROR_UNSUPPORTED;
+  }
+  if (p1 >= 0 && p0 >= p1) return TRINE_OK;  // an empty range
+  ctx->ctx->SeqTruncate(seq_id, p0);
+  ctx->n_logits = 0;
+  return TRINE_OK;
+}
+
+trine_status trine_context_seq_fork(trine_context* ctx, int32_t src, int32_t dst, int32_t n_pos) {
+  static const char* fn = "trine_context_seq_fork";
+  return Guard(fn, TRINE_ERROR_INTERNAL, [&]() -> trine_status {
+    if (ctx == nullptr) return InvalidArg(fn, "ctx is NULL");
+    if (!SeqInRange(fn, ctx, src) || !SeqInRange(fn, ctx, dst)) return TRINE_ERROR_INVALID_ARGUMENT;
+    const int32_t n = n_pos == -1 ? ctx->ctx->SeqPos(src) : n_pos;
+    trine::Status st = ctx->ctx->SeqFork(src, dst, n);
+    if (!st.ok()) return Fail(st);
+    ctx->n_logits = 0;
+    return TRINE_OK;
+  });
+}
+
+int32_t trine_context_n_seq_max(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_n_seq_max", "ctx is NULL");
+  return ctx->ctx->n_seq_max();
+}
+
+int32_t trine_context_kv_pool_size(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_kv_pool_size", "ctx is NULL");
+  return ctx->ctx->kv().n_blocks() * trine::kKvBlockPositions;
+}
+
+int32_t trine_context_kv_pool_free(const trine_context* ctx) {
+  if (ctx == nullptr) return InvalidArg("trine_context_kv_pool_free", "ctx is NULL");
+  return ctx->ctx->kv().n_free_blocks() * trine::kKvBlockPositions;
 }
 
 // ---- Sampler ------------------------------------------------------------------------------------

@@ -18,125 +18,6 @@
 
 namespace trine {
 
-const char* KvTypeName(KvType type) {
-  switch (type) {
-    case KvType::kF16:
-      return "f16";
-    case KvType::kF32:
-      return "f32";
-    case KvType::kQ8_0:
-      return "q8_0";
-    case KvType::kQ4_0:
-      return "q4_0";
-  }
-  return "?";
-}
-
-bool ParseKvType(const std::string& name, KvType* type) {
-  for (KvType t : {KvType::kF16, KvType::kF32, KvType::kQ8_0, KvType::kQ4_0}) {
-    if (name == KvTypeName(t)) {
-      *type = t;
-      return true;
-    }
-  }
-  return false;
-}
-
-namespace {
-
-kernels::KvRowType RowType(KvType t) {
-  if (t == KvType::kQ8_0) return kernels::KvRowType::kQ8_0;
-  if (t == KvType::kQ4_0) return kernels::KvRowType::kQ4_0;
-  return kernels::KvRowType::kF16;
-}
-
-bool IsBlockType(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0; }
-
-void StoreRow(KvType type, const float* src, int n, uint8_t* dst) {
-  switch (type) {
-    case KvType::kF16:
-      // fp16 rounding of every value: the active ISA's F16 activation quantizer (same bits).
-      kernels::QuantizeActivations(TypeId::kF16, src, n, dst);
-      break;
-    case KvType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      break;
-    case KvType::kQ8_0:
-      QuantizeRowQ8_0(src, dst, n);  // the cache write of llama.cpp (ggml_cpy to q8_0)
-      break;
-    case KvType::kQ4_0:
-      QuantizeRowQ4_0(src, dst, n);
-      break;
-  }
-}
-
-void LoadRow(KvType type, const uint8_t* row, int offset, int n, float* dst) {
-  switch (type) {
-    case KvType::kF16: {
-      const float* table = Fp16ToFp32Table();
-      const uint16_t* r = reinterpret_cast<const uint16_t*>(row) + offset;
-      for (int i = 0; i < n; ++i) dst[i] = table[r[i]];
-      break;
-    }
-    case KvType::kF32:
-      std::memcpy(dst, reinterpret_cast<const float*>(row) + offset, static_cast<size_t>(n) * sizeof(float));
-      break;
-    case KvType::kQ8_0:
-      DequantizeRowQ8_0(row + static_cast<size_t>(offset / kQK8_0) * sizeof(BlockQ8_0), dst, n);
-      break;
-    case KvType::kQ4_0:
-      DequantizeRowQ4_0(row + static_cast<size_t>(offset / kQK4_0) * sizeof(BlockQ4_0), dst, n);
-      break;
-  }
-}
-
-}  // namespace
-
-size_t KvRowBytes(KvType type, int kv_dim) {
-  if (type == KvType::kF32) return static_cast<size_t>(kv_dim) * sizeof(float);
-  return kernels::KvRowBytes(RowType(type), kv_dim);
-}
-
-double KvCache::Bytes(KvType type_k, KvType type_v, int n_layer, int n_ctx, int kv_dim) {
-  return static_cast<double>(n_layer) * static_cast<double>(n_ctx) *
-         static_cast<double>(KvRowBytes(type_k, kv_dim) + KvRowBytes(type_v, kv_dim));
-}
-
-Status KvCache::Allocate(KvType tk, KvType tv, int n_layer, int ctx, int n_head_kv, int head_dim) {
-  if ((tk == KvType::kF32) != (tv == KvType::kF32)) {
-    return InvalidArgument(std::string("KV cache types ") + KvTypeName(tk) + " (K) and " + KvTypeName(tv) +
-                           " (V): f32 is only supported for K and V together");
-  }
-  if ((IsBlockType(tk) || IsBlockType(tv)) && head_dim % 32 != 0) {
-    return InvalidArgument(std::string("KV cache type ") + KvTypeName(IsBlockType(tk) ? tk : tv) +
-                           " needs a head size that is a multiple of 32; this model's is " +
-                           std::to_string(head_dim) + " (use -ctk/-ctv f16)");
-  }
-  type = tk;
-  type_v = tv;
-  n_ctx = ctx;
-  kv_dim = n_head_kv * head_dim;
-  k_row = KvRowBytes(tk, kv_dim);
-  v_row = KvRowBytes(tv, kv_dim);
-  const size_t rows = static_cast<size_t>(n_layer) * static_cast<size_t>(ctx);
-  k.assign(rows * k_row, 0);
-  v.assign(rows * v_row, 0);
-  return Status::Ok();
-}
-
-void KvCache::Store(int layer, int pos, const float* ks, const float* vs) {
-  StoreRow(type, ks, kv_dim, KRow(layer, pos));
-  StoreRow(type_v, vs, kv_dim, VRow(layer, pos));
-}
-
-void KvCache::LoadK(int layer, int pos, int offset, int n, float* dst) const {
-  LoadRow(type, KRow(layer, pos), offset, n, dst);
-}
-
-void KvCache::LoadV(int layer, int pos, int offset, int n, float* dst) const {
-  LoadRow(type_v, VRow(layer, pos), offset, n, dst);
-}
-
 void ForwardState::Resize(const Model& m, int n, int past) {
   const ModelConfig& c = m.config();
   model = &m;
@@ -156,6 +37,9 @@ void ForwardState::Resize(const Model& m, int n, int past) {
   proj.resize(N * E);
   hb.resize(N * F);
   hb2.resize(N * F);
+  pos.resize(N);
+  seq.assign(N, 0);
+  for (int t = 0; t < n; ++t) pos[static_cast<size_t>(t)] = past + t;
 }
 
 Status Context::Create(const Model& model, const ContextParams& params, std::unique_ptr<Context>* out) {
@@ -168,20 +52,27 @@ Status Context::Create(const Model& model, const ContextParams& params, std::uni
   if (p.n_threads < 0) return InvalidArgument("thread count must be positive, got " + std::to_string(p.n_threads));
   if (p.n_threads == 0) p.n_threads = omp_get_num_procs();
   if (p.n_threads > 1024) return InvalidArgument("thread count " + std::to_string(p.n_threads) + " is too large");
-  p.n_batch = std::min(p.n_batch, p.n_ctx);
+  if (p.n_seq_max < 1 || p.n_seq_max > 4096) {
+    return InvalidArgument("n_seq_max must be in [1, 4096], got " + std::to_string(p.n_seq_max));
+  }
+  if (p.kv_pool < 0) return InvalidArgument("KV pool size must be >= 0, got " + std::to_string(p.kv_pool));
+  if (p.kv_pool == 0) p.kv_pool = p.n_ctx;
+  if (p.kv_pool > (1 << 24)) return InvalidArgument("KV pool of " + std::to_string(p.kv_pool) + " positions is too large");
+  if (p.n_seq_max == 1) p.n_batch = std::min(p.n_batch, p.n_ctx);
 
   std::unique_ptr<Context> ctx(new Context());
   ctx->model_ = &model;
   ctx->params_ = p;
   ctx->n_vocab_ = c.n_vocab;
   const KvType type_v = p.kv_type_v.value_or(p.kv_type);
-  const double kv_bytes = KvCache::Bytes(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv * c.head_dim);
+  const double kv_bytes = KvCache::Bytes(p.kv_type, type_v, c.n_layer, p.kv_pool, c.n_head_kv * c.head_dim);
   if (kv_bytes > 64.0 * (1ull << 30)) {
-    return InvalidArgument("KV cache for a context of " + std::to_string(p.n_ctx) + " tokens would need " +
+    return InvalidArgument("KV cache of " + std::to_string(p.kv_pool) + " positions would need " +
                            std::to_string(static_cast<long long>(kv_bytes / (1 << 20))) + " MiB");
   }
   if (p.stream_slots < 1) return InvalidArgument("stream slots must be >= 1, got " + std::to_string(p.stream_slots));
-  TRINE_RETURN_IF_ERROR(ctx->kv_.Allocate(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv, c.head_dim));
+  TRINE_RETURN_IF_ERROR(
+      ctx->kv_.Allocate(p.kv_type, type_v, c.n_layer, p.n_ctx, c.n_head_kv, c.head_dim, p.n_seq_max, p.kv_pool));
   ctx->st_.model = &model;
   ctx->st_.kv = &ctx->kv_;
   ctx->st_.n_threads = p.n_threads;
@@ -190,27 +81,80 @@ Status Context::Create(const Model& model, const ContextParams& params, std::uni
   return Status::Ok();
 }
 
-void Context::Truncate(int n) {
-  if (n >= 0 && n < n_past_) n_past_ = n;
-}
-
 Status Context::Decode(const int32_t* tokens, int n, bool all_logits) {
   if (n <= 0) return InvalidArgument("no tokens to decode");
   if (tokens == nullptr) return InvalidArgument("token array is null");
+  single_.Clear();
+  for (int i = 0; i < n; ++i) single_.Add(tokens[i], -1, 0, all_logits || i == n - 1);
+  return Decode(single_);
+}
+
+int Context::LogitsRow(int i) const {
+  return i >= 0 && i < static_cast<int>(out_rows_.size()) ? out_rows_[static_cast<size_t>(i)] : -1;
+}
+
+Status Context::Decode(const Batch& b) {
+  const int n = b.size();
+  if (n <= 0) return InvalidArgument("no tokens to decode");
+  if (b.pos.size() != b.token.size() || b.seq.size() != b.token.size() || b.logits.size() != b.token.size()) {
+    return InvalidArgument("batch arrays differ in length");
+  }
+  // Each sequence's next position as the batch goes, starting where it stands.
+  std::vector<int32_t> next(static_cast<size_t>(params_.n_seq_max), -1);
   for (int i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab_) {
-      return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+    const int32_t t = b.token[static_cast<size_t>(i)], s = b.seq[static_cast<size_t>(i)];
+    if (t < 0 || t >= n_vocab_) {
+      return InvalidArgument("token id " + std::to_string(t) + " at index " + std::to_string(i) +
                              " is out of range [0, " + std::to_string(n_vocab_) + ")");
     }
+    if (s < 0 || s >= params_.n_seq_max) {
+      return InvalidArgument("sequence id " + std::to_string(s) + " at index " + std::to_string(i) +
+                             " is out of range [0, " + std::to_string(params_.n_seq_max) + ") (n_seq_max)");
+    }
+    int32_t& nx = next[static_cast<size_t>(s)];
+    if (nx < 0) nx = kv_.SeqPos(s);
+    const int32_t p = b.pos[static_cast<size_t>(i)];
+    if (p >= 0 && p != nx) {
+      return InvalidArgument("token " + std::to_string(i) + " of sequence " + std::to_string(s) + " is at position " +
+                             std::to_string(p) + "; the sequence continues at " + std::to_string(nx));
+    }
+    if (nx >= params_.n_ctx) {
+      return InvalidArgument("context is full: sequence " + std::to_string(s) + " holds " +
+                             std::to_string(kv_.SeqPos(s)) + " positions and " + std::to_string(nx + 1 - kv_.SeqPos(s)) +
+                             " more exceed the context size " + std::to_string(params_.n_ctx) + " (use -c)");
+    }
+    ++nx;
   }
-  if (n > params_.n_ctx - n_past_) {
-    return InvalidArgument("context is full: " + std::to_string(n_past_) + " + " + std::to_string(n) +
-                           " tokens exceed the context size " + std::to_string(params_.n_ctx) + " (use -c)");
+  // Room for every sequence's new positions, or for none of them.
+  for (int s = 0; s < params_.n_seq_max; ++s) {
+    if (next[static_cast<size_t>(s)] < 0) continue;
+    Status st = kv_.Reserve(s, next[static_cast<size_t>(s)]);
+    if (!st.ok()) {
+      for (int r = 0; r < s; ++r) {
+        if (next[static_cast<size_t>(r)] >= 0) kv_.Truncate(r, kv_.SeqPos(r));
+      }
+      return st;
+    }
   }
-  logits_.assign(static_cast<size_t>(all_logits ? n : 1) * static_cast<size_t>(n_vocab_), 0.0f);
+  out_rows_.assign(static_cast<size_t>(n), -1);
+  int rows = 0;
+  for (int i = 0; i < n; ++i) {
+    if (b.logits[static_cast<size_t>(i)] != 0) out_rows_[static_cast<size_t>(i)] = rows++;
+  }
+  logits_.assign(static_cast<size_t>(rows) * static_cast<size_t>(n_vocab_), 0.0f);
+  int row0 = 0;
   for (int i = 0; i < n; i += params_.n_batch) {
     const int m = std::min(params_.n_batch, n - i);
-    TRINE_RETURN_IF_ERROR(DecodeBatch(tokens + i, m, all_logits, all_logits ? i : 0));
+    Status st = DecodeChunk(b, i, m, row0);
+    if (!st.ok()) {
+      // Positions of this chunk may be partly written; they lie beyond each sequence's count, so
+      // the next decode overwrites them. Blocks reserved for them go back to the pool.
+      for (int s = 0; s < params_.n_seq_max; ++s) {
+        if (next[static_cast<size_t>(s)] >= 0) kv_.Truncate(s, kv_.SeqPos(s));
+      }
+      return st;
+    }
+    for (int j = i; j < i + m; ++j) row0 += b.logits[static_cast<size_t>(j)] != 0 ? 1 : 0;
   }
   return Status::Ok();
 }
@@ -268,35 +212,44 @@ void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up
   ops::MatMulSharedTeam(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), st.n_tokens, act);
 }
 
-Status Context::DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0) {
+Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   const ModelConfig& c = model_->config();
   ForwardState& st = st_;
   TRINE_RETURN_IF_ERROR(SyncStreamer());
-  st.Resize(*model_, n, n_past_);
+  st.Resize(*model_, n, kv_.SeqPos(b.seq[static_cast<size_t>(i0)]));
   const size_t E = static_cast<size_t>(c.n_embd);
-
-  for (int t = 0; t < n; ++t) model_->EmbedToken(tokens[t], st.x.data() + static_cast<size_t>(t) * E);
-  for (int l = 0; l < c.n_layer; ++l) {
-    Status s = ForwardLayer(st, l);
-    if (!s.ok()) {
-      // The KV cache rows of positions n_past .. n_past+n-1 may be partly written: they stay
-      // beyond n_past, so the next decode overwrites them.
-      return s;
-    }
+  // Positions: each sequence continues where it stands (Decode checked the explicit ones).
+  std::vector<int32_t> next(static_cast<size_t>(params_.n_seq_max), -1);
+  for (int t = 0; t < n; ++t) {
+    const int32_t s = b.seq[static_cast<size_t>(i0 + t)];
+    int32_t& nx = next[static_cast<size_t>(s)];
+    if (nx < 0) nx = kv_.SeqPos(s);
+    st.seq[static_cast<size_t>(t)] = s;
+    st.pos[static_cast<size_t>(t)] = nx++;
   }
-  // Final norm and LM head, for the rows whose logits are wanted.
-  const int first = all_logits ? 0 : n - 1;
-  const int rows = n - first;
+
+  for (int t = 0; t < n; ++t) model_->EmbedToken(b.token[static_cast<size_t>(i0 + t)], st.x.data() + static_cast<size_t>(t) * E);
+  for (int l = 0; l < c.n_layer; ++l) TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
+  for (int s = 0; s < params_.n_seq_max; ++s) {
+    if (next[static_cast<size_t>(s)] >= 0) kv_.SetSeqPos(s, next[static_cast<size_t>(s)]);
+  }
+  // Final norm and LM head, for the tokens whose logits are wanted (gathered in batch order).
+  int rows = 0;
+  for (int t = 0; t < n; ++t) rows += b.logits[static_cast<size_t>(i0 + t)] != 0 ? 1 : 0;
+  if (rows == 0) return Status::Ok();
+  head_in_.resize(static_cast<size_t>(rows) * E);
   final_norm_.resize(static_cast<size_t>(rows) * E);
+  for (int t = 0, r = 0; t < n; ++t) {
+    if (b.logits[static_cast<size_t>(i0 + t)] == 0) continue;
+    std::copy_n(st.x.data() + static_cast<size_t>(t) * E, E, head_in_.data() + static_cast<size_t>(r++) * E);
+  }
   const kernels::WeightView* head[] = {&model_->output()};
   ops::ReserveActivations(head, 1, rows, &st.act);
   RunTeam(st.n_threads, [&] {
-    ops::RmsNormTeam(st.x.data() + static_cast<size_t>(first) * E, model_->output_norm().data(), final_norm_.data(),
-                     rows, c.n_embd, c.rms_eps);
-    ops::MatMulTeam(model_->output(), final_norm_.data(),
-                    logits_.data() + static_cast<size_t>(logits_row0) * n_vocab_, rows, st.act.data());
+    ops::RmsNormTeam(head_in_.data(), model_->output_norm().data(), final_norm_.data(), rows, c.n_embd, c.rms_eps);
+    ops::MatMulTeam(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(row0) * n_vocab_, rows,
+                    st.act.data());
   });
-  n_past_ += n;
   return Status::Ok();
 }
 
@@ -316,12 +269,13 @@ void AttentionOverCache(ForwardState& st, int layer) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const kernels::AttnFn attn = kernels::SelectAttn(st.model->isa());
   const bool f32_cache = kv.type == KvType::kF32;
+  const kernels::KvRowType k_type = KvRowTypeOf(kv.type), v_type = KvRowTypeOf(kv.type_v);
   // Heads per item: w query heads of one KV head go through the grouped kernel together (each
   // head's result is the same as alone); w divides the GQA group so an item never spans two KV heads.
   const kernels::AttnGroupFn attn_group = kernels::SelectAttnGroup(st.model->isa());
   int w = 1;
   if (!f32_cache && attn_group != nullptr) {
-    const int width = kernels::AttnGroupWidth(st.model->isa(), RowType(kv.type), RowType(kv.type_v), hd);
+    const int width = kernels::AttnGroupWidth(st.model->isa(), k_type, v_type, hd);
     for (int d = width < group ? width : group; d > 1; --d) {
       if (group % d == 0) {
         w = d;
@@ -337,10 +291,11 @@ void AttentionOverCache(ForwardState& st, int layer) {
     int64_t t0, t1;
     TeamPart(st.n_tokens, 1, &t0, &t1);
     for (int t = static_cast<int>(t0); t < t1; ++t) {
-      const int pos = st.n_past + t;
+      const int pos = st.pos[static_cast<size_t>(t)];
       ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
       ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
-      kv.Store(layer, pos, st.k.data() + static_cast<size_t>(t) * kvd, st.v.data() + static_cast<size_t>(t) * kvd);
+      kv.Store(st.seq[static_cast<size_t>(t)], layer, pos, st.k.data() + static_cast<size_t>(t) * kvd,
+               st.v.data() + static_cast<size_t>(t) * kvd);
     }
     TeamSync();
     std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
@@ -350,18 +305,14 @@ void AttentionOverCache(ForwardState& st, int layer) {
       const int t = item / items_per_token;
       const int h = item % items_per_token * w;  // the item's first head
       const int kvh = h / group;
-      const int n_kv = st.n_past + t + 1;  // causal: positions 0 .. pos
+      const int seq = st.seq[static_cast<size_t>(t)];
+      const int n_kv = st.pos[static_cast<size_t>(t)] + 1;  // causal: positions 0 .. pos of its sequence
       const float* q = st.q.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       float* out = st.att.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       if (!f32_cache) {
         // llama.cpp's flash-attention numerics for F16 / Q8_0 / Q4_0 rows (kernels/ref/attention_ref.h).
-        kernels::KvHead kh, vh;
-        kh.type = RowType(kv.type);
-        kh.data = kv.KRow(layer, 0) + kernels::KvRowBytes(kh.type, kvh * hd);
-        kh.stride = kv.k_row;
-        vh.type = RowType(kv.type_v);
-        vh.data = kv.VRow(layer, 0) + kernels::KvRowBytes(vh.type, kvh * hd);
-        vh.stride = kv.v_row;
+        const kernels::KvHead kh = kv.KHead(seq, layer, kernels::KvRowBytes(k_type, kvh * hd), k_type);
+        const kernels::KvHead vh = kv.VHead(seq, layer, kernels::KvRowBytes(v_type, kvh * hd), v_type);
         if (w > 1) {
           attn_group(q, w, kh, vh, n_kv, hd, scale, out);
         } else {
@@ -374,7 +325,7 @@ void AttentionOverCache(ForwardState& st, int layer) {
       float max_s = -std::numeric_limits<float>::infinity();
       float sum = 0.0f;
       for (int p = 0; p < n_kv; ++p) {
-        kv.LoadK(layer, p, kvh * hd, hd, kbuf.data());
+        kv.LoadK(seq, layer, p, kvh * hd, hd, kbuf.data());
         float s = 0.0f;
         for (int i = 0; i < hd; ++i) s += kbuf[i] * q[i];
         s *= scale;
@@ -386,7 +337,7 @@ void AttentionOverCache(ForwardState& st, int layer) {
         } else {
           vs = std::exp(s - max_s);
         }
-        kv.LoadV(layer, p, kvh * hd, hd, vbuf.data());
+        kv.LoadV(seq, layer, p, kvh * hd, hd, vbuf.data());
         for (int i = 0; i < hd; ++i) acc[i] += vbuf[i] * vs;
         sum = sum * ms + vs;
       }

@@ -10,59 +10,45 @@
 
 #include "core/status.h"
 #include "model/model.h"
+#include "runtime/kv_cache.h"
 #include "runtime/weight_streamer.h"
 
 namespace trine {
 
-// KV cache precision (llama.cpp's -ctk / -ctv types). Q8_0 and Q4_0 store each row as 32-value
-// blocks and need head_dim % 32 == 0; F32 is for K and V together only.
-enum class KvType { kF16, kF32, kQ8_0, kQ4_0 };
-
-const char* KvTypeName(KvType type);                     // "f16", "f32", "q8_0", "q4_0"
-bool ParseKvType(const std::string& name, KvType* type);  // the names above
-// Bytes of one position of one layer's K (or V) rows of kv_dim values.
-size_t KvRowBytes(KvType type, int kv_dim);
-
 struct ContextParams {
-  int n_ctx = 0;      // 0: the model's training context, capped at 4096
+  int n_ctx = 0;      // positions of one sequence; 0: the model's training context, capped at 4096
   int n_batch = 512;  // tokens evaluated per forward pass; longer inputs are split
   int n_threads = 0;  // 0: number of cores
   KvType kv_type = KvType::kF16;        // K cache, and V cache unless kv_type_v is set
   std::optional<KvType> kv_type_v;      // V cache when it differs from K (llama.cpp's -ctv)
+  int n_seq_max = 1;  // sequences the context holds at once (ids 0 .. n_seq_max - 1)
+  int kv_pool = 0;    // positions in the KV pool the sequences share; 0: n_ctx
   // Ring buffers of the weight streamer, when the model has streamed layers (>= 1; 2 reads the
   // next streamed layer while the current one computes).
   int stream_slots = 2;
 };
 
-// KV cache: K and V for every layer and position, (n_layer, n_ctx, n_head_kv * head_dim), each
-// position a row of KvRowBytes(type, kv_dim) bytes (fp16, fp32, or Q8_0/Q4_0 blocks).
-struct KvCache {
-  KvType type = KvType::kF16;    // K rows
-  KvType type_v = KvType::kF16;  // V rows
-  int n_ctx = 0;
-  int kv_dim = 0;
-  size_t k_row = 0, v_row = 0;  // bytes per position
-  std::vector<uint8_t> k, v;
+// The tokens of one forward pass over several sequences (llama.cpp's llama_batch): token i is
+// token[i] at position pos[i] of sequence seq[i], and its logits are kept when logits[i] != 0.
+struct Batch {
+  std::vector<int32_t> token;
+  std::vector<int32_t> pos;     // -1: the next position of the sequence
+  std::vector<int32_t> seq;
+  std::vector<uint8_t> logits;
 
-  // Checks the combination (F32 only for both; block types need head_dim % 32 == 0) and sizes
-  // the cache (zeroed) for n_layer x n_ctx positions of n_head_kv * head_dim values.
-  Status Allocate(KvType type_k, KvType type_v, int n_layer, int n_ctx, int n_head_kv, int head_dim);
-  // Bytes the cache would take (0 = invalid sizes).
-  static double Bytes(KvType type_k, KvType type_v, int n_layer, int n_ctx, int kv_dim);
-
-  const uint8_t* KRow(int layer, int pos) const {
-    return k.data() + (static_cast<size_t>(layer) * static_cast<size_t>(n_ctx) + static_cast<size_t>(pos)) * k_row;
+  int size() const { return static_cast<int>(token.size()); }
+  void Add(int32_t t, int32_t p, int32_t s, bool want_logits) {
+    token.push_back(t);
+    pos.push_back(p);
+    seq.push_back(s);
+    logits.push_back(want_logits ? 1 : 0);
   }
-  const uint8_t* VRow(int layer, int pos) const {
-    return v.data() + (static_cast<size_t>(layer) * static_cast<size_t>(n_ctx) + static_cast<size_t>(pos)) * v_row;
+  void Clear() {
+    token.clear();
+    pos.clear();
+    seq.clear();
+    logits.clear();
   }
-  uint8_t* KRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->KRow(layer, pos)); }
-  uint8_t* VRow(int layer, int pos) { return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->VRow(layer, pos)); }
-  void Store(int layer, int pos, const float* k, const float* v);
-  // Copies `n` values of position `pos` of layer `layer`, from element `offset`, into fp32
-  // (for the block types, offset and n must be multiples of 32).
-  void LoadK(int layer, int pos, int offset, int n, float* dst) const;
-  void LoadV(int layer, int pos, int offset, int n, float* dst) const;
 };
 
 // Buffers of one forward pass over a batch of n_tokens (shapes in comments are per batch).
@@ -70,7 +56,9 @@ struct ForwardState {
   const Model* model = nullptr;
   KvCache* kv = nullptr;
   int n_tokens = 0;
-  int n_past = 0;    // position of the first token of the batch
+  int n_past = 0;    // position of the first token of the batch (Resize's single sequence)
+  std::vector<int32_t> pos;  // (n_tokens) position of each token in its sequence
+  std::vector<int32_t> seq;  // (n_tokens) sequence of each token
   int n_threads = 1;
   std::vector<float> x;     // (n_tokens, E) residual stream
   std::vector<float> xb;    // (n_tokens, E) normed input of a sublayer
@@ -85,7 +73,8 @@ struct ForwardState {
   WeightStreamer* streamer = nullptr;  // for the model's streamed layers (null: none)
   const LayerWeights* w = nullptr;     // the layer being computed (set by ForwardLayer)
 
-  // Sizes every buffer for a batch of n tokens of `model` at position n_past.
+  // Sizes every buffer for a batch of n tokens of `model`: tokens of sequence 0 at positions
+  // past .. past + n - 1 (a multi-sequence batch then sets pos and seq).
   void Resize(const Model& m, int n, int past);
 };
 
@@ -93,24 +82,41 @@ class Context {
  public:
   static Status Create(const Model& model, const ContextParams& params, std::unique_ptr<Context>* out);
 
-  // Evaluates `n` tokens at positions n_past() .. n_past()+n-1 (split into n_batch pieces).
-  // With all_logits, logits(i) holds every token's logits; otherwise only the last one's (i = 0).
+  // Evaluates `n` tokens of sequence 0 at positions n_past() .. n_past()+n-1 (split into n_batch
+  // pieces). With all_logits, logits(i) holds every token's logits; otherwise only the last one's.
   Status Decode(const int32_t* tokens, int n, bool all_logits);
+  // Evaluates a batch of tokens of several sequences in one forward pass per n_batch tokens: every
+  // matrix is read once for all of them; each token attends to its own sequence's positions. A
+  // sequence's tokens must continue where it stands, in order. Logits rows follow the batch order
+  // of the tokens that asked for them (LogitsRow). Errors leave every sequence as it was:
+  // invalid tokens/sequences/positions (INVALID_ARGUMENT), KV pool full (OUT_OF_MEMORY).
+  Status Decode(const Batch& batch);
 
-  const float* logits(int i = 0) const { return logits_.data() + static_cast<size_t>(i) * n_vocab_; }
+  const float* logits(int row = 0) const { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
+  // The logits row of token i of the last batch (-1 when it asked for none), and the rows held.
+  int LogitsRow(int i) const;
+  int n_outputs() const { return static_cast<int>(logits_.size() / static_cast<size_t>(n_vocab_)); }
   int n_vocab() const { return n_vocab_; }
-  int n_past() const { return n_past_; }
+  int n_past() const { return kv_.SeqPos(0); }
   int n_ctx() const { return params_.n_ctx; }
   int n_threads() const { return params_.n_threads; }
-  // Forgets every position >= n (n <= n_past()).
-  void Truncate(int n);
+  int n_seq_max() const { return params_.n_seq_max; }
+  // Forgets every position >= n of sequence 0 (n <= n_past()).
+  void Truncate(int n) { kv_.Truncate(0, n); }
+  // Positions held by `seq`; forgetting positions >= p; `dst` := the first n positions of `src`
+  // (blocks shared until one of them writes). Sequence ids are checked by the caller.
+  int SeqPos(int seq) const { return kv_.SeqPos(seq); }
+  void SeqTruncate(int seq, int p) { kv_.Truncate(seq, p); }
+  Status SeqFork(int src, int dst, int n) { return kv_.Fork(src, dst, n); }
+  const KvCache& kv() const { return kv_; }
   const Model& model() const { return *model_; }
   // The weight streamer of this context (null when the model streams no layer).
   const WeightStreamer* streamer() const { return streamer_.get(); }
 
  private:
   Context() = default;
-  Status DecodeBatch(const int32_t* tokens, int n, bool all_logits, int logits_row0);
+  // One forward pass over batch tokens [i0, i0 + n), their logits into rows from row0.
+  Status DecodeChunk(const Batch& b, int i0, int n, int row0);
   // (Re)creates the streamer when the model's placements changed since.
   Status SyncStreamer();
 
@@ -119,10 +125,12 @@ class Context {
   KvCache kv_;
   ForwardState st_;
   std::vector<float> logits_;  // (n_out, n_vocab)
-  std::vector<float> final_norm_;
+  std::vector<float> head_in_;     // (rows, E) residual rows whose logits are wanted
+  std::vector<float> final_norm_;  // (rows, E)
+  std::vector<int32_t> out_rows_;  // (batch size) logits row of each token of the last batch, or -1
+  Batch single_;                   // the batch Decode(tokens, n) builds
   std::unique_ptr<WeightStreamer> streamer_;
   int n_vocab_ = 0;
-  int n_past_ = 0;
 };
 
 // Per-architecture layer functions (src/model/arch/*.cc): one transformer block over st, with the

@@ -185,6 +185,74 @@ TEST(AttentionGroup, EveryHeadMatchesReferenceBitForBit) {
   }
 }
 
+// The rows of `rows` scattered into pool blocks in a shuffled order (the paged KV cache's layout):
+// the block table and pool, with poisoned rows in between, so a wrong address gives other bits.
+struct PagedRows {
+  std::vector<uint8_t> pool;
+  std::vector<int32_t> blocks;
+  KvHead head;
+
+  PagedRows(const KvRows& rows, int n_kv, std::mt19937* rng) {
+    const int n_blocks = (n_kv + kKvBlockPositions - 1) / kKvBlockPositions;
+    const int pool_blocks = 2 * n_blocks + 1;
+    std::vector<int32_t> order(static_cast<size_t>(pool_blocks));
+    for (int b = 0; b < pool_blocks; ++b) order[static_cast<size_t>(b)] = b;
+    std::shuffle(order.begin(), order.end(), *rng);
+    blocks.assign(order.begin(), order.begin() + n_blocks);
+    const size_t block_bytes = rows.stride * kKvBlockPositions;
+    pool.assign(block_bytes * static_cast<size_t>(pool_blocks), 0x7B);  // fp16 0x7B7B: a large value
+    for (int p = 0; p < n_kv; ++p) {
+      uint8_t* dst = pool.data() + static_cast<size_t>(blocks[static_cast<size_t>(p / kKvBlockPositions)]) * block_bytes +
+                     static_cast<size_t>(p % kKvBlockPositions) * rows.stride;
+      std::memcpy(dst, rows.bytes.data() + static_cast<size_t>(p) * rows.stride, rows.stride);
+    }
+    head = rows.Head();
+    head.data = pool.data() + (rows.Head().data - rows.bytes.data());
+    head.blocks = blocks.data();
+    head.block_bytes = block_bytes;
+  }
+};
+
+// Every ISA's kernels (per head and grouped) read a paged cache as they read the same rows laid
+// out contiguously: the same bits.
+TEST(AttentionPaged, EveryIsaReadsBlocksAsContiguousRows) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!IsaSupported(isa)) continue;
+    const AttnFn fn = SelectAttn(isa);
+    const AttnGroupFn group = SelectAttnGroup(isa);
+    for (KvRowType kt : kRowTypes) {
+      for (KvRowType vt : {KvRowType::kF16, KvRowType::kQ8_0}) {
+        for (int hd : {64, 128}) {
+          for (int n_kv : {1, 16, 17, 50}) {
+            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " K " << RowName(kt) << " V " << RowName(vt)
+                                              << " hd " << hd << " n_kv " << n_kv);
+            const KvRows k(kt, hd, n_kv, 2.0f, &rng), v(vt, hd, n_kv, 1.0f, &rng);
+            const PagedRows pk(k, n_kv, &rng), pv(v, n_kv, &rng);
+            const int n_q = 2;
+            std::vector<float> q(static_cast<size_t>(hd * n_q));
+            for (auto& x : q) x = nd(rng);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<float> want(static_cast<size_t>(hd * n_q), NAN), got(want), got_group(want);
+            for (int h = 0; h < n_q; ++h) {
+              fn(q.data() + h * hd, k.Head(), v.Head(), n_kv, hd, scale, want.data() + h * hd);
+              fn(q.data() + h * hd, pk.head, pv.head, n_kv, hd, scale, got.data() + h * hd);
+            }
+            if (group != nullptr) group(q.data(), n_q, pk.head, pv.head, n_kv, hd, scale, got_group.data());
+            for (int i = 0; i < hd * n_q; ++i) {
+              ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << "element " << i;
+              if (group != nullptr) {
+                ASSERT_EQ(got_group[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << "grouped, element " << i;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionQuant, F16RowsGiveTheF16KernelsBits) {
   // The generic kernel on F16/F16 is the fp16 kernel with Q rounded to fp16 first.
   std::mt19937 rng(3);

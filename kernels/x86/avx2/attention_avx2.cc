@@ -109,7 +109,7 @@ void AttnAvx2(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd
   float sum = 0.0f;
   const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
   for (int p = 0; p < n_kv; ++p) {
-    const uint8_t* kp = k.data + static_cast<size_t>(p) * k.stride;
+    const uint8_t* kp = KvRowAt(k, p);
     const float s =
         (k_f16 ? DotF16Avx2(reinterpret_cast<const uint16_t*>(kp), qh, hd) : DotQuantAvx2(k.type, kp, q8, nb)) * scale;
     float ms = 1.0f, vs = 1.0f;
@@ -120,7 +120,7 @@ void AttnAvx2(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd
     } else {
       vs = std::exp(s - max_s);
     }
-    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
+    const uint8_t* vp = KvRowAt(v, p);
     const __m256 vms = _mm256_set1_ps(ms), vvs = _mm256_set1_ps(vs);
     if (v_f16) {
       const uint16_t* v16 = reinterpret_cast<const uint16_t*>(vp);

@@ -192,20 +192,22 @@ struct F16Acc {
 
 // score(p) -> position p's scaled K.Q; the V rows are fp16.
 template <int kC, typename Score>
-void AttnF16V(Score score, const uint16_t* v, size_t v_stride, int n_kv, int hd, float* out) {
+void AttnF16V(Score score, const KvHead& v, int n_kv, int hd, float* out) {
   F16Acc<kC> acc(hd);
-  const auto add_v = [&](int p, float ms, float vs) { acc.Add(v + static_cast<size_t>(p) * v_stride, ms, vs); };
+  const auto add_v = [&](int p, float ms, float vs) {
+    acc.Add(reinterpret_cast<const uint16_t*>(KvRowAt(v, p)), ms, vs);
+  };
   acc.Store(1.0f / WalkPositions(score, add_v, n_kv), out);
 }
 
 template <typename Score>
-void AttnF16VAnyHd(Score score, const uint16_t* v, size_t v_stride, int n_kv, int hd, float* out) {
+void AttnF16VAnyHd(Score score, const KvHead& v, int n_kv, int hd, float* out) {
   if (hd == 128) {
-    AttnF16V<8>(score, v, v_stride, n_kv, hd, out);
+    AttnF16V<8>(score, v, n_kv, hd, out);
   } else if (hd == 64) {
-    AttnF16V<4>(score, v, v_stride, n_kv, hd, out);
+    AttnF16V<4>(score, v, n_kv, hd, out);
   } else {
-    AttnF16V<0>(score, v, v_stride, n_kv, hd, out);
+    AttnF16V<0>(score, v, n_kv, hd, out);
   }
 }
 
@@ -220,15 +222,15 @@ void AttnF16VAnyHd(Score score, const uint16_t* v, size_t v_stride, int n_kv, in
 // over the score reductions, the scalar softmax steps and the fp16 roundings of V).
 
 template <int G, int kC>
-void AttnF16Group(const float* const qh[G], const uint16_t* k, size_t k_stride, const uint16_t* v, size_t v_stride,
-                  int n_kv, int hd, float scale, float* const out[G]) {
+void AttnF16Group(const float* const qh[G], const KvHead& k, const KvHead& v, int n_kv, int hd, float scale,
+                  float* const out[G]) {
   F16Acc<kC> acc[G];
   const auto score = [&](int p, float* s) {
-    DotF16Heads<G>(k + static_cast<size_t>(p) * k_stride, qh, hd, s);
+    DotF16Heads<G>(reinterpret_cast<const uint16_t*>(KvRowAt(k, p)), qh, hd, s);
     for (int g = 0; g < G; ++g) s[g] *= scale;
   };
   const auto add_v = [&](int p, const float* ms, const float* vs) {
-    const uint16_t* vp = v + static_cast<size_t>(p) * v_stride;
+    const uint16_t* vp = reinterpret_cast<const uint16_t*>(KvRowAt(v, p));
     __m512 w[G];
     for (int g = 0; g < G; ++g) {
       acc[g].Rescale(ms[g]);
@@ -273,17 +275,14 @@ void AttnGroupAvx512(const float* q, int n_q, const KvHead& k, const KvHead& v, 
     qp[g] = qh[g];
     op[g] = out + static_cast<size_t>(g) * hd;
   }
-  const uint16_t* kd = reinterpret_cast<const uint16_t*>(k.data);
-  const uint16_t* vd = reinterpret_cast<const uint16_t*>(v.data);
-  const size_t ks = k.stride / sizeof(uint16_t), vs = v.stride / sizeof(uint16_t);
   if (hd == 128) {
-    AttnF16Group<2, 8>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+    AttnF16Group<2, 8>(qp, k, v, n_kv, hd, scale, op);
   } else if (n_q == 4) {
-    AttnF16Group<4, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+    AttnF16Group<4, 4>(qp, k, v, n_kv, hd, scale, op);
   } else if (n_q == 3) {
-    AttnF16Group<3, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+    AttnF16Group<3, 4>(qp, k, v, n_kv, hd, scale, op);
   } else {
-    AttnF16Group<2, 4>(qp, kd, ks, vd, vs, n_kv, hd, scale, op);
+    AttnF16Group<2, 4>(qp, k, v, n_kv, hd, scale, op);
   }
 }
 
@@ -294,7 +293,10 @@ void AttnF16Avx512(const float* q, const uint16_t* k, const uint16_t* v, size_t 
     return;
   }
   const auto score = [&](int p) { return DotF16Avx512(k + static_cast<size_t>(p) * stride, q, hd) * scale; };
-  AttnF16VAnyHd(score, v, stride, n_kv, hd, out);
+  KvHead vh;
+  vh.data = reinterpret_cast<const uint8_t*>(v);
+  vh.stride = stride * sizeof(uint16_t);
+  AttnF16VAnyHd(score, vh, n_kv, hd, out);
 }
 
 void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int hd, float scale, float* out) {
@@ -311,12 +313,12 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   BlockQ8_0 q8[512 / kQK8_0];
   if (!k_f16) QuantizeRowQ8_0(q, q8, hd);
   const auto score = [&](int p) {
-    const uint8_t* kp = k.data + static_cast<size_t>(p) * k.stride;
+    const uint8_t* kp = KvRowAt(k, p);
     return (k_f16 ? DotF16Avx512(reinterpret_cast<const uint16_t*>(kp), qh, hd) : DotQuantAvx512(k.type, kp, q8, nb)) *
            scale;
   };
   if (v_f16) {
-    AttnF16VAnyHd(score, reinterpret_cast<const uint16_t*>(v.data), v.stride / sizeof(uint16_t), n_kv, hd, out);
+    AttnF16VAnyHd(score, v, n_kv, hd, out);
     return;
   }
   // Quantized V: an fp32 accumulator (attention_ref.h).
@@ -324,7 +326,7 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   for (int i = 0; i < hd; ++i) acc32[i] = 0.0f;
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const auto add_v = [&](int p, float ms, float vs) {
-    const uint8_t* vp = v.data + static_cast<size_t>(p) * v.stride;
+    const uint8_t* vp = KvRowAt(v, p);
     const __m512 vms = _mm512_set1_ps(ms), vvs = _mm512_set1_ps(vs);
     for (int b = 0; b < nb; ++b) {
       __m512 x0, x1;
