@@ -339,7 +339,8 @@ TRINE_API const float* trine_context_get_logits_ith(trine_context* ctx, int32_t 
 TRINE_API int32_t trine_context_seq_pos(const trine_context* ctx, int32_t seq_id);
 /* Removes positions [p0, p1) of sequence seq_id (p0 < 0: 0; p1 < 0: to the end) and returns the
  * blocks it no longer uses to the pool. Only a tail can be removed (p1 < 0 or p1 >= its positions;
- * UNSUPPORTED otherwise): seq_rm(ctx, s, 0, -1) frees the whole sequence. */
+ * UNSUPPORTED otherwise): seq_rm(ctx, s, 0, -1) frees the whole sequence. Unlike kv_trim, seq_rm
+ * and seq_fork keep the last decode's logits (another sequence's row can still be sampled). */
 TRINE_API trine_status trine_context_seq_rm(trine_context* ctx, int32_t seq_id, int32_t p0, int32_t p1);
 /* Sequence dst drops what it held and becomes the first n_pos positions of src (-1: all of them),
  * sharing its blocks: a common prompt is computed once. INVALID_ARGUMENT for ids out of range,

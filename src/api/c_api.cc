@@ -834,8 +834,7 @@ trine_status trine_context_seq_rm(trine_context* ctx, int32_t seq_id, int32_t p0
     return TRINE_ERROR_UNSUPPORTED;
   }
   if (p1 >= 0 && p0 >= p1) return TRINE_OK;  // an empty range
-  ctx->ctx->SeqTruncate(seq_id, p0);
-  ctx->n_logits = 0;
+  ctx->ctx->SeqTruncate(seq_id, p0);  // the last decode's logits stay valid
   return TRINE_OK;
 }
 
@@ -847,8 +846,7 @@ trine_status trine_context_seq_fork(trine_context* ctx, int32_t src, int32_t dst
     const int32_t n = n_pos == -1 ? ctx->ctx->SeqPos(src) : n_pos;
     trine::Status st = ctx->ctx->SeqFork(src, dst, n);
     if (!st.ok()) return Fail(st);
-    ctx->n_logits = 0;
-    return TRINE_OK;
+    return TRINE_OK;  // the last decode's logits stay valid
   });
 }
 

@@ -566,7 +566,7 @@ TEST(CApi, TokenizerErrors) {
 TEST(CApi, SamplerAndGenerateErrors) {
   const trine_sampler_params good = trine_sampler_default_params();
   const std::vector<std::pair<const char*, std::function<void(trine_sampler_params*)>>> bad = {
-      {"struct_size", [](trine_sampler_params* p) { p->struct_size = sizeof(trine_context_params); }},
+      {"struct_size", [](trine_sampler_params* p) { p->struct_size = sizeof(trine_sampler_params) + 8; }},
       {"temp -1", [](trine_sampler_params* p) { p->temp = -1.0f; }},
       {"temp nan", [](trine_sampler_params* p) { p->temp = std::nanf(""); }},
       {"top_p 0", [](trine_sampler_params* p) { p->top_p = 0.0f; }},

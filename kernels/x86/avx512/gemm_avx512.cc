@@ -94,25 +94,25 @@ inline void Tq2X16Block(const uint8_t* codes, const int8_t* const a[T], const Li
 // 27.9-29.0 tok/s at 1 thread, bitnet-2b TQ2_0 within noise (kernels/README.md).
 constexpr size_t kNearPrefetch = 4096;
 
-// Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group).
+// Ternary x Q8_K on the TQ2_0 x16 layout, any token count (up to 4 tokens per pass over a group,
+// every pass over a group before the next group).
 void GemmTq2X16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                 int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
-  ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
+  ForX16GroupsEachPass<4>(w, n_tokens, y, ldy, r0, r1, scale,
+                          [&](auto tc, int t0, const uint8_t* gp, const uint8_t* next, __m512* out) {
     constexpr int T = decltype(tc)::value;
     const BlockQ8_K* act[T];
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
-    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      TernaryX16Group<T>(gp, next, nb, 1024, kNearPrefetch, t0, sums,
-                         [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
-                           const int8_t* a[T];
-                           for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
-                           Tq2X16Block<T>(lines, a, pf, s);
-                         },
-                         out);
-    });
+    TernaryX16Group<T>(gp, next, nb, 1024, kNearPrefetch, t0, sums,
+                       [&](const uint8_t* lines, int64_t b, const LinePrefetch& pf, __m512i* s) {
+                         const int8_t* a[T];
+                         for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+                         Tq2X16Block<T>(lines, a, pf, s);
+                       },
+                       out);
   });
 }
 

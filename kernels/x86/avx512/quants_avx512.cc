@@ -48,6 +48,10 @@ constexpr int kTileRows = 8;
 // Token count from which the token-lane path is used (below it the row-lane path is faster; see
 // kernels/README.md for the measurement).
 constexpr int kTokenLaneMin = 8;
+// Q6_K on the x16 layout (the tied output head) keeps the x16 walk up to this many tokens: the
+// token-lane path fills 16 token lanes and unpacks every row, so a batched decode of 8 sequences
+// paid for 16 tokens there.
+constexpr int kQ6TokenLaneMin = 16;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers.
@@ -854,15 +858,14 @@ template <TypeId kType>
 void GemmKQuantX16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                    int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
-  ForTokenPasses<4>(n_tokens, [&](auto tc, int t0) {
+  ForX16GroupsEachPass<4>(w, n_tokens, y, ldy, r0, r1, scale,
+                          [&](auto tc, int t0, const uint8_t* gp, const uint8_t* next, __m512* out) {
     constexpr int T = decltype(tc)::value;
-    ForX16Groups<T>(w, t0, y, ldy, r0, r1, scale, [&](const uint8_t* gp, const uint8_t* next, __m512* out) {
-      if constexpr (kType == TypeId::kQ6_K) {
-        Q6X16Group<T>(gp, next, nb, xq, act_stride, t0, out);
-      } else {
-        Q4KX16Group<T>(gp, next, nb, xq, act_stride, t0, out);
-      }
-    });
+    if constexpr (kType == TypeId::kQ6_K) {
+      Q6X16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+    } else {
+      Q4KX16Group<T>(gp, next, nb, xq, act_stride, t0, out);
+    }
   });
 }
 
@@ -1255,7 +1258,7 @@ void GemmQ4_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, i
 
 void GemmQ6_KAvx512(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
-  if (n_tokens >= kTokenLaneMin) {
+  if (n_tokens >= kQ6TokenLaneMin || (n_tokens >= kTokenLaneMin && w.interleave != 16)) {
     GemmQ6_KTokenLanes(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);  // gathers x16 rows itself
   } else if (w.interleave == 16) {
     GemmKQuantX16<TypeId::kQ6_K>(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);

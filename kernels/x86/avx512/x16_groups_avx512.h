@@ -62,6 +62,25 @@ inline void ForX16Groups(const WeightView& w, int t0, float* y, int64_t ldy, int
   }
 }
 
+// ForX16Groups over every token pass, group by group: each 16-row group is read from memory once
+// and every pass of up to kMax tokens runs over it while it sits in L1 (a TQ2_0 group of a
+// 2560-column matrix is 10 KB). With the passes outside (ForTokenPasses around ForX16Groups) the
+// row range is streamed from memory once per pass: a batch of 8 decoded sequences read the weights
+// twice, 16 of them four times. pass_group(tc, t0, gp, next, out) is ForX16Groups' group function
+// for tokens t0 .. t0 + T - 1 (T = decltype(tc)::value). Each (row, token) is computed as before.
+template <int kMax, typename PassGroupFn>
+inline void ForX16GroupsEachPass(const WeightView& w, int n_tokens, float* y, int64_t ldy, int64_t r0, int64_t r1,
+                                 float scale, PassGroupFn&& pass_group) {
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    ForTokenPasses<kMax>(n_tokens, [&](auto tc, int t0) {
+      constexpr int T = decltype(tc)::value;
+      ForX16Groups<T>(w, t0, y, ldy, lo, hi, scale,
+                      [&](const uint8_t* gp, const uint8_t* next, __m512* out) { pass_group(tc, t0, gp, next, out); });
+    });
+  }
+}
+
 // The prefetches of one block step, issued by the block's own line loop (Line(k) just before
 // line k is loaded): `near` is this stream `near_prefetch` bytes ahead, into L1 (nullptr: none),
 // `far` the next group's block, into L2, each one line per line read. Issued as one burst at the
