@@ -313,6 +313,7 @@ int RunBench(int argc, char** argv) {
       "membw", "measure the memory read bandwidth at each thread count, and before each tg run to compare")(
       "membw-mib", "size of the --membw buffer in MiB", cxxopts::value<int>()->default_value("1024"))(
       "no-warmup", "skip the warm-up run")(
+      "fixed-threads", "always run -t threads (by default a pass may run fewer when that measures faster)")(
       "npp", "llama-batched-bench mode: prompt lengths, e.g. 128 (with -ntg and -npl)",
       cxxopts::value<std::vector<std::string>>())("ntg", "llama-batched-bench mode: generated tokens per sequence",
                                                   cxxopts::value<std::vector<std::string>>())(
@@ -366,6 +367,7 @@ int RunBench(int argc, char** argv) {
     ba.pp_shared = a.count("pps") > 0;
     ba.json = format == "json";
     ba.warmup = warmup;
+    ba.fixed_threads = a.count("fixed-threads") > 0;
     for (const std::string& path : paths) {
       std::unique_ptr<Model> model;
       st = Model::Load(path, ModelLoadOptions(), &model);
@@ -413,6 +415,7 @@ int RunBench(int argc, char** argv) {
       cp.n_ctx = max_depth + max_tokens;
       cp.n_batch = n_batch;
       cp.n_threads = t;
+      cp.fixed_threads = a.count("fixed-threads") > 0;
       std::unique_ptr<Context> ctx;
       st = Context::Create(*model, cp, &ctx);
       if (!st.ok()) return Fail(st);

@@ -93,6 +93,7 @@ int RunBatchedBench(const Model& model, const std::string& path, const BatchedBe
     cp.kv_pool = max_kv + max_pl * kKvBlockPositions;
     cp.n_batch = args.n_batch;
     cp.n_threads = t;
+    cp.fixed_threads = args.fixed_threads;
     std::unique_ptr<Context> ctx;
     Status st = Context::Create(model, cp, &ctx);
     if (!st.ok()) return Fail(st);

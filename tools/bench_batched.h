@@ -15,6 +15,7 @@ struct BatchedBenchArgs {
   bool pp_shared = false;          // one prompt, computed once and forked to every sequence
   bool json = false;               // rows as JSON (llama-batched-bench's jsonl field names)
   bool warmup = true;
+  bool fixed_threads = false;      // ContextParams::fixed_threads
 };
 
 // For each thread count and each (pp, tg, pl): pl sequences of pp prompt tokens evaluated as one

@@ -255,14 +255,16 @@ typedef struct trine_context_params {
    * (the earlier layout) is accepted and means TRINE_KV_SAME. */
   trine_kv_type kv_type_v; /* V cache precision, or TRINE_KV_SAME */
   /* Appended in 0.1 after kv_type_v; the earlier layouts (struct_size 24 or 32 on LP64) are
-   * accepted and mean n_seq_max 1, kv_pool_size 0. */
+   * accepted and mean n_seq_max 1, kv_pool_size 0, fixed_threads false. */
   int32_t n_seq_max;    /* sequences the context holds at once (ids 0 .. n_seq_max - 1); >= 1 */
   int32_t kv_pool_size; /* positions of the KV pool all sequences share (blocks of 16); 0: n_ctx.
                            Each sequence still holds at most n_ctx positions. */
+  bool fixed_threads;   /* false (default): a pass may run on fewer threads than n_threads when
+                           that measures faster (cores busy with other work); true: n_threads */
 } trine_context_params;
 
 /* Defaults: n_ctx 0, n_batch 512, n_threads 0, TRINE_KV_F16, kv_type_v TRINE_KV_SAME, n_seq_max 1,
- * kv_pool_size 0.
+ * kv_pool_size 0, fixed_threads false.
  * Thread-safe. */
 TRINE_API trine_context_params trine_context_default_params(void);
 

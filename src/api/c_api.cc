@@ -637,6 +637,7 @@ trine_context_params trine_context_default_params(void) {
   p.kv_type_v = TRINE_KV_SAME;
   p.n_seq_max = d.n_seq_max;
   p.kv_pool_size = d.kv_pool;
+  p.fixed_threads = d.fixed_threads;
   return p;
 }
 
@@ -674,6 +675,7 @@ trine_context* trine_context_create(trine_model* model, const trine_context_para
     if (has_seqs) {
       cp.n_seq_max = params->n_seq_max;
       cp.kv_pool = params->kv_pool_size;
+      cp.fixed_threads = params->fixed_threads;
     }
     const trine::Model& m = *model->state->model;
     if (cp.n_ctx > m.config().n_ctx_train) {

@@ -1,77 +1,141 @@
-// The threads of one OpenMP parallel region as a team, with a barrier that stays in user space.
+// The threads of one OpenMP parallel region as a team that shares each step's work dynamically,
+// so that a thread the kernel has descheduled (a busy neighbour, a second context) does not hold
+// up the others.
 //
-// Why not `#pragma omp barrier` (or the implicit one ending an `omp for`): libgomp's barrier makes
-// a futex-wake system call every time, also when no thread sleeps and in a team of one thread. A
-// decoded BitNet-2B token passes ~18 barriers per layer, 544 futex calls per token at one thread,
-// and on the VMs trine is measured on a system call costs about a microsecond: ~2 % of a token.
-// TeamBarrier spins while the wait is short (a decode step's waits are microseconds), sleeps in
-// the kernel only after a long wait, and makes the wake-up call only when a thread sleeps.
+// A step is a list of n items. Every thread of the team runs the same code and claims items off a
+// shared counter until none is left:
 //
-// Use: RunTeam(n, [&] { ...Team operators... }) opens the region; inside it, TeamSync() is the
-// team's barrier, and TeamPart() splits a loop as `omp for schedule(static)` would. Outside a
-// RunTeam region TeamSync() falls back to `#pragma omp barrier`, so Team operators stay correct
-// in any region.
+//   for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) { ...item i... }
+//   TeamSync();
+//
+// TeamSync returns once every item of the step is done, whoever did it; a thread is never waited
+// for unless it holds an unfinished item. A thread that comes back late finds the items of the
+// steps it missed claimed and done, and passes through them. So every write of shared data inside
+// a team step must be part of an item (nothing is done "by each thread"), and a loop over items
+// must not `break` (the item it holds would never count as done).
+//
+// Each thread first takes the items of its own contiguous range in order (as a static split would
+// give them), then takes items from the far end of the others' ranges.
+//
+// Waiting: a thread waits only for items in progress elsewhere. It spins for a few microseconds,
+// then yields its core and sleeps in the kernel (futex) until the step's last item is done, so a
+// descheduled partner can run in its place.
+//
+// Outside a RunTeam region (a plain `omp parallel`, or no region) the same loops run with a static
+// round-robin split and TeamSync is OpenMP's barrier, so the Team operators stay correct anywhere.
 #pragma once
 
 #include <omp.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace trine {
 
-class TeamBarrier {
+class Team {
  public:
-  // Returns once all n threads of the team have called it (n == 1 returns at once). Every write a
-  // thread made before it is visible to every thread after it.
-  void Wait(int n);
+  // Step counters are allocated in blocks of kBlockSteps as a region reaches them (a layer step
+  // uses about 20 steps); a region may have up to kBlockSteps * kMaxBlocks steps.
+  static constexpr int kBlockSteps = 64;
+  static constexpr int kMaxBlocks = 1024;
+
+  // Teams up to this size give each thread its own contiguous range of a step's items (the static
+  // split, so each thread streams its part of a matrix in order) and let the others take items
+  // from its far end once theirs are done; larger teams claim off one shared counter.
+  static constexpr int kMaxRangeThreads = 16;
+
+  // One thread's counters in a step, on a cache line of their own: the thread updates them per
+  // item, the others read them only while waiting or taking from its range.
+  struct alignas(64) Lane {
+    // Items taken from the front of the thread's range (high 32 bits, by itself) and from the back
+    // (low 32 bits, by the others). Zero for a step nobody reached: no set-up needed.
+    std::atomic<uint64_t> taken{0};
+    std::atomic<int64_t> done{0};  // items this thread finished
+  };
+  struct alignas(64) Step {
+    std::atomic<int64_t> total{0};  // items of the step (set by every claimer; the same n)
+    std::atomic<int64_t> next{0};   // items claimed (teams larger than kMaxRangeThreads)
+    Lane lanes[kMaxRangeThreads];
+  };
+  Team() = default;
+  ~Team();
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  // Step s's counters (any thread; the first to reach a new block allocates it).
+  Step& step(int s);
+  // Zeroes the counters of steps [0, used) for the next region.
+  void Reset(int used);
+  // Marks one item of step s done by thread `thread` (and wakes any sleeper to look again).
+  void Finish(int s, int thread);
+  // Returns once step s has no unfinished item.
+  void Wait(int s);
 
  private:
-  alignas(64) std::atomic<uint32_t> arrived_{0};
-  alignas(64) std::atomic<uint32_t> generation_{0};  // the futex word
-  std::atomic<uint32_t> sleepers_{0};                // threads in (or entering) the futex wait
+  std::atomic<Step*> blocks_[kMaxBlocks] = {};
+  alignas(64) std::atomic<uint32_t> epoch_{0};  // futex word: bumped when a step completes
+  std::atomic<uint32_t> sleepers_{0};
 };
 
 namespace team_detail {
-// The calling thread's team: its barrier and the region's nesting level (omp_get_level()), so a
-// nested region inside the team does not take the outer team's barrier for its own.
+// The calling thread's team, the region's nesting level (omp_get_level()) so a nested region does
+// not use an outer team, and the thread's current step.
 struct Binding {
-  TeamBarrier* barrier = nullptr;
+  Team* team = nullptr;
   int level = -1;
+  int step = 0;
+  int victim = 0;  // the range this thread is taking items from in the current step
 };
-Binding Current();
-void SetCurrent(Binding b);
+Binding& Current();
+// A team for a region opened by this thread (reused: regions of one thread follow each other).
+Team* AcquireTeam();
+void ReleaseTeam(Team* team, int used_steps);
 
-// Binds the calling thread to `b` for its lifetime (one per thread of the region).
 class Scope {
  public:
-  explicit Scope(TeamBarrier* b) : prev_(Current()) { SetCurrent({b, omp_get_level()}); }
-  ~Scope() { SetCurrent(prev_); }
+  explicit Scope(Team* t) : prev_(Current()) { Current() = {t, omp_get_level(), 0, 0}; }
+  ~Scope() { Current() = prev_; }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
+  int steps() const { return Current().step; }
 
  private:
   Binding prev_;
 };
 }  // namespace team_detail
 
-// Runs fn() on every thread of a new parallel region of n_threads (one thread when
-// parallel is false), with TeamSync() bound to a barrier of that region.
+// Runs fn() on every thread of a new parallel region of n_threads (one thread when parallel is
+// false), its Team steps shared as above.
 template <class Fn>
 void RunTeam(int n_threads, Fn&& fn, bool parallel = true) {
-  TeamBarrier barrier;
+  Team* team = team_detail::AcquireTeam();
+  int used = 0;
 #pragma omp parallel num_threads(n_threads) if (parallel)
   {
-    team_detail::Scope scope(&barrier);
+    team_detail::Scope scope(team);
     fn();
+    if (omp_get_thread_num() == 0) used = scope.steps();
   }
+  team_detail::ReleaseTeam(team, used);
 }
 
-// The barrier of the enclosing team (see above).
+// The first item this thread claims in the current step of n items (>= n: none).
+int64_t TeamFirst(int64_t n);
+// Finishes item i and claims the next (>= n: none left).
+int64_t TeamNext(int64_t n, int64_t i);
+// Ends the step: returns once all its items are done.
 void TeamSync();
 
-// The calling thread's part [lo, hi) of n items, boundaries on multiples of `align` (the last part
-// ends at n): contiguous parts in thread order, as `omp for schedule(static)` splits a loop.
-void TeamPart(int64_t n, int64_t align, int64_t* lo, int64_t* hi);
+// Items of `unit` elements covering n elements: item i is [i * unit, min(n, (i + 1) * unit)).
+// TeamUnit picks a unit (a multiple of align, at least align) giving each thread of the team
+// several items, so a descheduled thread's share is small and is taken by the others.
+int64_t TeamUnit(int64_t n, int64_t align);
+inline int64_t TeamItems(int64_t n, int64_t unit) { return (n + unit - 1) / unit; }
+
+// Test hook: when set, called by a thread right after it claims item `item` of a team step (e.g.
+// to make one thread sleep mid-step). Not for production use.
+using TeamClaimHook = void (*)(int thread, int64_t item);
+void SetTeamClaimHook(TeamClaimHook hook);
 
 }  // namespace trine

@@ -15,6 +15,8 @@ namespace trine::ops {
 // Element-wise work below this many values runs on the calling thread when an operator opens its
 // own region (a parallel region costs more than it saves).
 constexpr int64_t kParallelMin = 16384;
+// Matrices MatMulSharedTeam runs as one step (Q/K/V are 3); more run one step each.
+constexpr int kMaxSharedMats = 8;
 
 namespace {
 
@@ -51,10 +53,9 @@ void SwiGluRange(const float* g, const float* u, float* o, int64_t i0, int64_t i
 }  // namespace
 
 void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int dim, float eps) {
-  if (n_tokens >= omp_get_num_threads()) {
-    int64_t t0, t1;
-    TeamPart(n_tokens, 1, &t0, &t1);
-    for (int64_t t = t0; t < t1; ++t) {
+  if (n_tokens >= omp_get_num_threads() || out == x) {
+    // An item per row (in place, each row is read whole before it is written, by one thread).
+    for (int64_t t = TeamFirst(n_tokens); t < n_tokens; t = TeamNext(n_tokens, t)) {
       const float* xt = x + t * dim;
       float* ot = out + t * dim;
       const float scale = RmsScale(xt, dim, eps);
@@ -63,15 +64,14 @@ void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int d
     TeamSync();
     return;
   }
-  // Fewer rows than threads (decode): every thread computes each row's scale (the same bits) and
-  // writes its slice of the row.
-  int64_t k0, k1;
-  TeamPart(dim, 16, &k0, &k1);
-  for (int t = 0; t < n_tokens; ++t) {
-    const float* xt = x + static_cast<int64_t>(t) * dim;
-    float* ot = out + static_cast<int64_t>(t) * dim;
+  // Fewer rows than threads (decode): items are 16-aligned slices of each row; each computes its
+  // row's scale (the same bits whoever computes it) and writes its slice.
+  const int64_t unit = TeamUnit(dim, 16), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
+  for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
+    const int64_t t = i / per_row, k0 = i % per_row * unit, k1 = std::min<int64_t>(dim, k0 + unit);
+    const float* xt = x + t * dim;
+    float* ot = out + t * dim;
     const float scale = RmsScale(xt, dim, eps);
-    if (out == x) TeamSync();
     for (int64_t k = k0; k < k1; ++k) ot[k] = xt[k] * scale * w[k];
   }
   TeamSync();
@@ -83,9 +83,11 @@ void RmsNorm(const float* x, const float* w, float* out, int n_tokens, int dim, 
 }
 
 void AddInPlaceTeam(float* x, const float* y, int64_t n) {
-  int64_t i0, i1;
-  TeamPart(n, 16, &i0, &i1);
-  for (int64_t i = i0; i < i1; ++i) x[i] += y[i];
+  const int64_t unit = TeamUnit(n, 16), items = TeamItems(n, unit);
+  for (int64_t it = TeamFirst(items); it < items; it = TeamNext(items, it)) {
+    const int64_t i1 = std::min(n, (it + 1) * unit);
+    for (int64_t i = it * unit; i < i1; ++i) x[i] += y[i];
+  }
   TeamSync();
 }
 
@@ -130,7 +132,7 @@ void MatMulSharedTeam(const kernels::WeightView* const* ws, float* const* ys, co
     same = same && ws[m]->type == ws[0]->type && ws[m]->cols == ws[0]->cols &&
            ws[m]->f32_activations == ws[0]->f32_activations;
   }
-  if (!same) {
+  if (!same || n_mats > kMaxSharedMats) {
     for (int m = 0; m < n_mats; ++m) MatMulTeam(*ws[m], x, ys[m], n_tokens, act, scales[m]);
     return;
   }
@@ -138,33 +140,40 @@ void MatMulSharedTeam(const kernels::WeightView* const* ws, float* const* ys, co
   const size_t act_bytes = kernels::ActivationBytesFor(w0);
   const int64_t be = kernels::ActivationBlockElems(w0);
   const size_t block_bytes = be > 0 ? kernels::ActivationBytes(w0.type, be) : 0;
-  const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
   if (be > 0) {
-    // Block-wise formats: each thread quantizes its range of blocks of every token (the bytes do
-    // not depend on the split), so decode's single vector is quantized in parallel too.
-    const int64_t nb = w0.cols / be, b0 = nb * id / nt, b1 = nb * (id + 1) / nt;
-    for (int t = 0; t < n_tokens && b0 < b1; ++t) {
-      kernels::QuantizeActivations(w0.type, x + static_cast<int64_t>(t) * w0.cols + b0 * be, (b1 - b0) * be,
+    // Block-wise formats: items are ranges of blocks of one token (the bytes do not depend on the
+    // split), so decode's single vector is quantized in parallel too.
+    const int64_t nb = w0.cols / be, unit = TeamUnit(nb, 1), per_tok = TeamItems(nb, unit), n = per_tok * n_tokens;
+    for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
+      const int64_t t = i / per_tok, b0 = i % per_tok * unit, b1 = std::min(nb, b0 + unit);
+      kernels::QuantizeActivations(w0.type, x + t * w0.cols + b0 * be, (b1 - b0) * be,
                                    act + act_bytes * static_cast<size_t>(t) + static_cast<size_t>(b0) * block_bytes);
     }
   } else {
-    int64_t t0, t1;
-    TeamPart(n_tokens, 1, &t0, &t1);
-    for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t t = TeamFirst(n_tokens); t < n_tokens; t = TeamNext(n_tokens, t)) {
       kernels::QuantizeActivationsFor(w0, x + t * w0.cols, act + act_bytes * static_cast<size_t>(t));
     }
   }
   TeamSync();
-  // One contiguous range of 16-row chunks per thread and matrix, one kernel call each (the
-  // kernels gather per-call activation data once); each output element is computed by exactly
-  // one thread, and a row's value does not depend on the range it falls in.
+  // Items are ranges of 16-row chunks of one matrix, claimed in order (matrix by matrix), one
+  // kernel call each (the kernels gather per-call activation data once); each output element is
+  // computed by exactly one thread, and a row's value does not depend on the range it falls in.
+  int64_t first_item[kMaxSharedMats + 1];
+  int64_t unit[kMaxSharedMats];
+  first_item[0] = 0;
   for (int m = 0; m < n_mats; ++m) {
+    const int64_t n_chunks = (ws[m]->rows + 15) / 16;
+    unit[m] = TeamUnit(n_chunks, 1);
+    first_item[m + 1] = first_item[m] + TeamItems(n_chunks, unit[m]);
+  }
+  const int64_t n_items = first_item[n_mats];
+  for (int64_t i = TeamFirst(n_items); i < n_items; i = TeamNext(n_items, i)) {
+    int m = 0;
+    while (i >= first_item[m + 1]) ++m;
     const kernels::WeightView& w = *ws[m];
-    const int64_t n_chunks = (w.rows + 15) / 16;
-    const int64_t c0 = n_chunks * id / nt, c1 = n_chunks * (id + 1) / nt;
-    const int64_t r0 = c0 * 16;
-    const int64_t r1 = c1 * 16 < w.rows ? c1 * 16 : w.rows;
-    if (r0 < r1) (w.gemm ? w.gemm : kernels::GemmRef)(w, act, act_bytes, n_tokens, ys[m], w.rows, r0, r1, scales[m]);
+    const int64_t r0 = (i - first_item[m]) * unit[m] * 16;
+    const int64_t r1 = std::min(w.rows, r0 + unit[m] * 16);
+    (w.gemm ? w.gemm : kernels::GemmRef)(w, act, act_bytes, n_tokens, ys[m], w.rows, r0, r1, scales[m]);
   }
   // The outputs are read whole by the next step, and `act` is overwritten by the next matmul.
   TeamSync();
@@ -221,20 +230,15 @@ float ExpfPoly(float x) {
 
 void SwiGluTeam(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim) {
   // llama.cpp evaluates SiLU 16 lanes at a time with ExpfPoly and the row tail with libm expf;
-  // doing the same keeps the int8-quantized activations that follow identical.
+  // doing the same keeps the int8-quantized activations that follow identical. Items are
+  // 16-aligned slices of rows (the numerics of an element do not depend on its slice).
   const int64_t vec = dim / 16 * 16;
   static const kernels::SwiGluVecFn vec_fn = kernels::SelectSwiGluVec(kernels::ActiveIsa());
-  if (n_tokens >= omp_get_num_threads()) {
-    int64_t t0, t1;
-    TeamPart(n_tokens, 1, &t0, &t1);
-    for (int64_t t = t0; t < t1; ++t) SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, 0, dim, vec, vec_fn);
-    TeamSync();
-    return;
+  const int64_t unit = TeamUnit(dim, 16), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
+  for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
+    const int64_t t = i / per_row, i0 = i % per_row * unit, i1 = std::min(dim, i0 + unit);
+    SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, i0, i1, vec, vec_fn);
   }
-  // Fewer rows than threads (decode): each thread its 16-aligned slice of every row.
-  int64_t i0, i1;
-  TeamPart(dim, 16, &i0, &i1);
-  for (int64_t t = 0; t < n_tokens; ++t) SwiGluRange(gate + t * dim, up + t * dim, out + t * dim, i0, i1, vec, vec_fn);
   TeamSync();
 }
 
@@ -244,11 +248,13 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n_tokens, in
 }
 
 void ReluSqrGluTeam(const float* gate, const float* up, float* out, int64_t n) {
-  int64_t i0, i1;
-  TeamPart(n, 16, &i0, &i1);
-  for (int64_t i = i0; i < i1; ++i) {
-    const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
-    out[i] = g * g * up[i];
+  const int64_t unit = TeamUnit(n, 16), items = TeamItems(n, unit);
+  for (int64_t it = TeamFirst(items); it < items; it = TeamNext(items, it)) {
+    const int64_t i1 = std::min(n, (it + 1) * unit);
+    for (int64_t i = it * unit; i < i1; ++i) {
+      const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
+      out[i] = g * g * up[i];
+    }
   }
   TeamSync();
 }

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -76,6 +77,7 @@ Status Context::Create(const Model& model, const ContextParams& params, std::uni
   ctx->st_.model = &model;
   ctx->st_.kv = &ctx->kv_;
   ctx->st_.n_threads = p.n_threads;
+  ctx->tuner_ = std::make_unique<ThreadTuner>(p.n_threads, !p.fixed_threads);
   TRINE_RETURN_IF_ERROR(ctx->SyncStreamer());
   *out = std::move(ctx);
   return Status::Ok();
@@ -229,6 +231,8 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   }
 
   for (int t = 0; t < n; ++t) model_->EmbedToken(b.token[static_cast<size_t>(i0 + t)], st.x.data() + static_cast<size_t>(t) * E);
+  st.n_threads = tuner_->Pick(n);
+  const auto t0 = std::chrono::steady_clock::now();
   for (int l = 0; l < c.n_layer; ++l) TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
   for (int s = 0; s < params_.n_seq_max; ++s) {
     if (next[static_cast<size_t>(s)] >= 0) kv_.SetSeqPos(s, next[static_cast<size_t>(s)]);
@@ -236,7 +240,10 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   // Final norm and LM head, for the tokens whose logits are wanted (gathered in batch order).
   int rows = 0;
   for (int t = 0; t < n; ++t) rows += b.logits[static_cast<size_t>(i0 + t)] != 0 ? 1 : 0;
-  if (rows == 0) return Status::Ok();
+  if (rows == 0) {
+    tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return Status::Ok();
+  }
   head_in_.resize(static_cast<size_t>(rows) * E);
   final_norm_.resize(static_cast<size_t>(rows) * E);
   for (int t = 0, r = 0; t < n; ++t) {
@@ -250,6 +257,7 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
     ops::MatMulTeam(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(row0) * n_vocab_, rows,
                     st.act.data());
   });
+  tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return Status::Ok();
 }
 
@@ -288,9 +296,8 @@ void AttentionOverCache(ForwardState& st, int layer) {
   {
     // RoPE and the cache rows of each token (distinct rows per token), then attention once
     // every row is stored.
-    int64_t t0, t1;
-    TeamPart(st.n_tokens, 1, &t0, &t1);
-    for (int t = static_cast<int>(t0); t < t1; ++t) {
+    for (int64_t ti = TeamFirst(st.n_tokens); ti < st.n_tokens; ti = TeamNext(st.n_tokens, ti)) {
+      const int t = static_cast<int>(ti);
       const int pos = st.pos[static_cast<size_t>(t)];
       ops::Rope(st.q.data() + static_cast<size_t>(t) * qd, c.n_head, hd, pos, rp);
       ops::Rope(st.k.data() + static_cast<size_t>(t) * kvd, c.n_head_kv, hd, pos, rp);
@@ -299,9 +306,10 @@ void AttentionOverCache(ForwardState& st, int layer) {
     }
     TeamSync();
     std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd)), acc(static_cast<size_t>(hd));
-    // Round-robin items: with causal attention a token's cost grows with its position, so
-    // contiguous blocks of tokens would leave the first thread idle for most of the loop.
-    for (int item = omp_get_thread_num(); item < n_items; item += omp_get_num_threads()) {
+    // Items claimed one at a time: with causal attention a token's cost grows with its position,
+    // and every sequence of a batch has its own length.
+    for (int64_t it = TeamFirst(n_items); it < n_items; it = TeamNext(n_items, it)) {
+      const int item = static_cast<int>(it);
       const int t = item / items_per_token;
       const int h = item % items_per_token * w;  // the item's first head
       const int kvh = h / group;

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "model/model.h"
 #include "runtime/kv_cache.h"
+#include "runtime/thread_tuner.h"
 #include "runtime/weight_streamer.h"
 
 namespace trine {
@@ -22,6 +23,9 @@ struct ContextParams {
   KvType kv_type = KvType::kF16;        // K cache, and V cache unless kv_type_v is set
   std::optional<KvType> kv_type_v;      // V cache when it differs from K (llama.cpp's -ctv)
   int n_seq_max = 1;  // sequences the context holds at once (ids 0 .. n_seq_max - 1)
+  // false: each pass may run fewer threads than n_threads when that measures faster (cores taken
+  // by other processes; runtime/thread_tuner.h); true: always n_threads.
+  bool fixed_threads = false;
   int kv_pool = 0;    // positions in the KV pool the sequences share; 0: n_ctx
   // Ring buffers of the weight streamer, when the model has streamed layers (>= 1; 2 reads the
   // next streamed layer while the current one computes).
@@ -130,6 +134,7 @@ class Context {
   std::vector<int32_t> out_rows_;  // (batch size) logits row of each token of the last batch, or -1
   Batch single_;                   // the batch Decode(tokens, n) builds
   std::unique_ptr<WeightStreamer> streamer_;
+  std::unique_ptr<ThreadTuner> tuner_;  // the team size of each pass
   int n_vocab_ = 0;
 };
 

@@ -1,0 +1,55 @@
+// ThreadTuner: the team size of each forward pass, chosen from measured throughput.
+//
+// Why: a team waits for any thread that holds unfinished work. When other processes take cores
+// (a busy neighbour, a second context, a browser), a thread of the team is descheduled for whole
+// scheduler slices, and the team ends up waiting for it at every step: on a 2-core machine with
+// one busy process, 2 threads decoded at 0.15-0.25x the speed of 1 thread. The work split
+// (core/team.h) lets the running threads take a descheduled thread's items, but a team still
+// cannot finish a step while one of its threads is off the CPU with an item in hand. Running
+// fewer threads than configured is then faster, and the tuner finds that out by measuring.
+//
+// How: passes are grouped by token count (1, 2-3, 4-7, 8-15, 16-63, 64+): a batch of 8 decodes
+// per token faster than a single decode, so their rates are not compared. Within a group the
+// current size's rate (tokens/s) is a moving average; every `interval` passes one pass runs at
+// another candidate size (configured, one fewer, half, one) as a probe. A probe faster by 5 %
+// takes over; a losing probe doubles the interval (8 .. 64 passes), so on an idle machine
+// probing costs at most one pass in 64 at a smaller team. A current size that falls below
+// another size's last measured rate by 10 % (the neighbour arrived) gives way at once.
+#pragma once
+
+#include <vector>
+
+namespace trine {
+
+class ThreadTuner {
+ public:
+  // n_threads: the configured team size; adapt false keeps it always.
+  ThreadTuner(int n_threads, bool adapt);
+
+  // The team size for the next pass of n_tokens tokens.
+  int Pick(int n_tokens);
+  // The wall time of the pass just run with Pick's size.
+  void Report(int n_tokens, int team, double seconds);
+
+  // The sizes it chooses among (the configured one first).
+  const std::vector<int>& candidates() const { return sizes_; }
+
+  static constexpr int kMinInterval = 8;
+  static constexpr int kMaxInterval = 64;
+
+ private:
+  struct Group {
+    std::vector<double> rate;  // tokens/s per candidate; 0: not measured
+    int current = 0;           // candidate index
+    int until_probe = kMinInterval;
+    int interval = kMinInterval;
+    int next_probe = 1;        // candidate the next probe tries
+    int probing = -1;          // candidate of the pass in flight when it is a probe
+  };
+  Group& GroupOf(int n_tokens);
+
+  std::vector<int> sizes_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace trine
