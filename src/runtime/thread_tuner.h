@@ -12,8 +12,9 @@
 // per token faster than a single decode, so their rates are not compared. Within a group the
 // current size's rate (tokens/s) is a moving average; every `interval` passes one pass runs at
 // another candidate size (configured, one fewer, half, one) as a probe. A probe faster by 5 %
-// takes over; a losing probe doubles the interval (8 .. 64 passes), so on an idle machine
-// probing costs at most one pass in 64 at a smaller team. A current size that falls below
+// takes over; a losing probe doubles the interval (8 .. 128 passes), so on an idle machine
+// probing costs at most one pass in 128 at a smaller team (and a busy one probes the full team as
+// rarely). A current size that falls below
 // another size's last measured rate by 10 % (the neighbour arrived) gives way at once.
 #pragma once
 
@@ -34,14 +35,15 @@ class ThreadTuner {
   // The sizes it chooses among (the configured one first).
   const std::vector<int>& candidates() const { return sizes_; }
 
+  static constexpr int kFirstProbe = 2;  // the first probe comes early: a context may start busy
   static constexpr int kMinInterval = 8;
-  static constexpr int kMaxInterval = 64;
+  static constexpr int kMaxInterval = 128;
 
  private:
   struct Group {
     std::vector<double> rate;  // tokens/s per candidate; 0: not measured
     int current = 0;           // candidate index
-    int until_probe = kMinInterval;
+    int until_probe = kFirstProbe;
     int interval = kMinInterval;
     int next_probe = 1;        // candidate the next probe tries
     int probing = -1;          // candidate of the pass in flight when it is a probe
