@@ -22,6 +22,7 @@ namespace {
 
 thread_local team_detail::Binding tls_binding;
 thread_local std::vector<std::unique_ptr<Team>> tls_free_teams;  // teams this thread may reuse
+thread_local int64_t tls_sleep_ns = 0;  // TeamSleepNanos
 std::atomic<TeamClaimHook> g_claim_hook{nullptr};
 
 inline void CpuRelax() {
@@ -136,14 +137,18 @@ void Team::Wait(int s) {
     }
     if (std::chrono::steady_clock::now() - t0 > kSpinFor) break;
   }
+  const auto slept_from = std::chrono::steady_clock::now();
   for (;;) {
     const uint32_t e = epoch_.load(std::memory_order_seq_cst);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     const bool done = complete();
     if (!done) SleepWhileEqual(&epoch_, e);
     sleepers_.fetch_sub(1, std::memory_order_release);
-    if (done || complete()) return;
+    if (done || complete()) break;
   }
+  sleep_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - slept_from)
+                          .count(),
+                      std::memory_order_relaxed);
 }
 
 namespace team_detail {
@@ -158,6 +163,7 @@ Team* AcquireTeam() {
 
 void ReleaseTeam(Team* team, int used_steps) {
   team->Reset(used_steps);
+  tls_sleep_ns += team->TakeSleepNanos();
   tls_free_teams.emplace_back(team);
 }
 }  // namespace team_detail
@@ -239,15 +245,18 @@ void TeamSync() {
   ++b.step;
 }
 
-int64_t TeamUnit(int64_t n, int64_t align) {
-  // About 8 items per thread: a descheduled thread leaves at most an eighth of its share behind.
-  constexpr int64_t kItemsPerThread = 8;
+int64_t TeamUnit(int64_t n, int64_t align, int64_t items_per_thread) {
+  // By default about 8 items per thread: a descheduled thread leaves at most an eighth of its
+  // share behind.
+  const int64_t kItemsPerThread = std::max<int64_t>(1, items_per_thread);
   const int64_t nt = omp_get_num_threads();
   if (nt == 1) return std::max<int64_t>(align, (n + align - 1) / align * align);  // one item: nothing to share
   const int64_t units = (n + align - 1) / align;
   const int64_t per_item = std::max<int64_t>(1, units / (nt * kItemsPerThread));
   return per_item * align;
 }
+
+int64_t TeamSleepNanos() { return tls_sleep_ns; }
 
 void SetTeamClaimHook(TeamClaimHook hook) { g_claim_hook.store(hook, std::memory_order_relaxed); }
 

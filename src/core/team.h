@@ -71,11 +71,14 @@ class Team {
   void Finish(int s, int thread);
   // Returns once step s has no unfinished item.
   void Wait(int s);
+  // Nanoseconds the team's threads slept in Wait since the last call (and resets the count).
+  int64_t TakeSleepNanos() { return sleep_ns_.exchange(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<Step*> blocks_[kMaxBlocks] = {};
   alignas(64) std::atomic<uint32_t> epoch_{0};  // futex word: bumped when a step completes
   std::atomic<uint32_t> sleepers_{0};
+  std::atomic<int64_t> sleep_ns_{0};
 };
 
 namespace team_detail {
@@ -120,6 +123,10 @@ void RunTeam(int n_threads, Fn&& fn, bool parallel = true) {
   team_detail::ReleaseTeam(team, used);
 }
 
+// Nanoseconds the threads of the regions this thread opened (RunTeam) have slept waiting for a
+// partner's item, in total: the share of a pass lost to descheduled partners (ThreadTuner).
+int64_t TeamSleepNanos();
+
 // The first item this thread claims in the current step of n items (>= n: none).
 int64_t TeamFirst(int64_t n);
 // Finishes item i and claims the next (>= n: none left).
@@ -129,8 +136,9 @@ void TeamSync();
 
 // Items of `unit` elements covering n elements: item i is [i * unit, min(n, (i + 1) * unit)).
 // TeamUnit picks a unit (a multiple of align, at least align) giving each thread of the team
-// several items, so a descheduled thread's share is small and is taken by the others.
-int64_t TeamUnit(int64_t n, int64_t align);
+// about items_per_thread items, so a descheduled thread's share is small and is taken by the
+// others (1 where every item repeats some work, as RMSNorm's slices recompute their row's scale).
+int64_t TeamUnit(int64_t n, int64_t align, int64_t items_per_thread = 8);
 inline int64_t TeamItems(int64_t n, int64_t unit) { return (n + unit - 1) / unit; }
 
 // Test hook: when set, called by a thread right after it claims item `item` of a team step (e.g.

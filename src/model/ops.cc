@@ -64,9 +64,9 @@ void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int d
     TeamSync();
     return;
   }
-  // Fewer rows than threads (decode): items are 16-aligned slices of each row; each computes its
-  // row's scale (the same bits whoever computes it) and writes its slice.
-  const int64_t unit = TeamUnit(dim, 16), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
+  // Fewer rows than threads (decode): items are 16-aligned slices of each row, one per thread
+  // (each recomputes its row's scale: the same bits whoever computes it) and writes its slice.
+  const int64_t unit = TeamUnit(dim, 16, 1), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
   for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
     const int64_t t = i / per_row, k0 = i % per_row * unit, k1 = std::min<int64_t>(dim, k0 + unit);
     const float* xt = x + t * dim;
@@ -155,15 +155,16 @@ void MatMulSharedTeam(const kernels::WeightView* const* ws, float* const* ys, co
     }
   }
   TeamSync();
-  // Items are ranges of 16-row chunks of one matrix, claimed in order (matrix by matrix), one
-  // kernel call each (the kernels gather per-call activation data once); each output element is
-  // computed by exactly one thread, and a row's value does not depend on the range it falls in.
+  // Items are ranges of 16-row chunks of one matrix, about 4 per thread (8 measured 3-6 % slower
+  // in 2-thread decode: a kernel call per item), one kernel call each (the kernels gather
+  // per-call activation data once); each output element is computed by exactly one thread, and a
+  // row's value does not depend on the range it falls in.
   int64_t first_item[kMaxSharedMats + 1];
   int64_t unit[kMaxSharedMats];
   first_item[0] = 0;
   for (int m = 0; m < n_mats; ++m) {
     const int64_t n_chunks = (ws[m]->rows + 15) / 16;
-    unit[m] = TeamUnit(n_chunks, 1);
+    unit[m] = TeamUnit(n_chunks, 1, 4);
     first_item[m + 1] = first_item[m] + TeamItems(n_chunks, unit[m]);
   }
   const int64_t n_items = first_item[n_mats];

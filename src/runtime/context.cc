@@ -233,6 +233,11 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   for (int t = 0; t < n; ++t) model_->EmbedToken(b.token[static_cast<size_t>(i0 + t)], st.x.data() + static_cast<size_t>(t) * E);
   st.n_threads = tuner_->Pick(n);
   const auto t0 = std::chrono::steady_clock::now();
+  const int64_t slept0 = TeamSleepNanos();
+  const auto report = [&] {
+    tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   static_cast<double>(TeamSleepNanos() - slept0) * 1e-9);
+  };
   for (int l = 0; l < c.n_layer; ++l) TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
   for (int s = 0; s < params_.n_seq_max; ++s) {
     if (next[static_cast<size_t>(s)] >= 0) kv_.SetSeqPos(s, next[static_cast<size_t>(s)]);
@@ -241,7 +246,7 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   int rows = 0;
   for (int t = 0; t < n; ++t) rows += b.logits[static_cast<size_t>(i0 + t)] != 0 ? 1 : 0;
   if (rows == 0) {
-    tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    report();
     return Status::Ok();
   }
   head_in_.resize(static_cast<size_t>(rows) * E);
@@ -257,7 +262,7 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
     ops::MatMulTeam(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(row0) * n_vocab_, rows,
                     st.act.data());
   });
-  tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  report();
   return Status::Ok();
 }
 

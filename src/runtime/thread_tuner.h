@@ -10,12 +10,15 @@
 //
 // How: passes are grouped by token count (1, 2-3, 4-7, 8-15, 16-63, 64+): a batch of 8 decodes
 // per token faster than a single decode, so their rates are not compared. Within a group the
-// current size's rate (tokens/s) is a moving average; every `interval` passes one pass runs at
-// another candidate size (configured, one fewer, half, one) as a probe. A probe faster by 5 %
-// takes over; a losing probe doubles the interval (8 .. 128 passes), so on an idle machine
-// probing costs at most one pass in 128 at a smaller team (and a busy one probes the full team as
-// rarely). A current size that falls below
-// another size's last measured rate by 10 % (the neighbour arrived) gives way at once.
+// current size's rate (tokens/s) is a moving average. A pass at the full team whose threads slept
+// for more than a quarter of the time one thread had (Team::Wait sleeps only when a partner with
+// an item in hand has not finished it for 20 us: it is off the CPU) makes the next pass a probe at
+// a smaller size; on an idle machine nothing sleeps that long, so nothing is probed and the team
+// stays whole. A probe faster by 5 % takes over. While the team is reduced, a probe at another
+// size (the full one first) runs every `interval` passes (32 after a switch to a smaller team),
+// doubled by each losing probe (up to 128 passes), so a neighbour that stays costs at most one slow pass in 128 and one that leaves is
+// noticed within that. A current size that falls below another size's last measured rate by 10 %
+// gives way at once. The first pass of a group is not measured (cold caches, first page touches).
 #pragma once
 
 #include <vector>
@@ -29,24 +32,28 @@ class ThreadTuner {
 
   // The team size for the next pass of n_tokens tokens.
   int Pick(int n_tokens);
-  // The wall time of the pass just run with Pick's size.
-  void Report(int n_tokens, int team, double seconds);
+  // The wall time of the pass just run with Pick's size, and how long its threads slept waiting
+  // for a descheduled partner (TeamSleepNanos over the pass).
+  void Report(int n_tokens, int team, double seconds, double slept_seconds = 0.0);
 
   // The sizes it chooses among (the configured one first).
   const std::vector<int>& candidates() const { return sizes_; }
 
-  static constexpr int kFirstProbe = 2;  // the first probe comes early: a context may start busy
   static constexpr int kMinInterval = 8;
   static constexpr int kMaxInterval = 128;
+  static constexpr int kSwitchInterval = 32;
 
  private:
   struct Group {
     std::vector<double> rate;  // tokens/s per candidate; 0: not measured
     int current = 0;           // candidate index
-    int until_probe = kFirstProbe;
+    int until_probe = kMinInterval;
     int interval = kMinInterval;
     int next_probe = 1;        // candidate the next probe tries
     int probing = -1;          // candidate of the pass in flight when it is a probe
+    double last = 0.0;         // rate of the current size's last pass
+    int cooldown = 0;          // full team: slow passes to let go by before probing again
+    bool warm = false;         // the group's first pass (cold caches, first touches) is not counted
   };
   Group& GroupOf(int n_tokens);
 

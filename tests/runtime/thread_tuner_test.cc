@@ -1,6 +1,7 @@
-// ThreadTuner against scripted pass times: it keeps the configured team on an idle machine (a
-// probe now and then, less often as probes lose), moves to one thread within a few passes when a
-// neighbour makes the full team slow, and moves back once a probe finds the full team fast again.
+// ThreadTuner against scripted pass times: it keeps the configured team on an idle machine (no
+// probe at all), moves to one thread within a few passes when a neighbour makes the full team slow
+// and its threads sleep waiting for each other, and moves back once a probe finds the full team
+// fast again.
 #include "runtime/thread_tuner.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +13,14 @@ namespace {
 
 // Runs `passes` single-token passes; rate(team) gives the tokens/s a team size gets now. Returns
 // how many passes ran on each size (index 1 and 2 for 1 and 2 threads).
-std::vector<int> RunPasses(ThreadTuner* t, int passes, const std::function<double(int)>& rate, int* last = nullptr) {
+// A team of 2 under contention sleeps 40 % of a pass; otherwise nothing sleeps.
+std::vector<int> RunPasses(ThreadTuner* t, int passes, const std::function<double(int)>& rate, int* last = nullptr,
+                           double slept_fraction = 0.0) {
   std::vector<int> used(3, 0);
   for (int i = 0; i < passes; ++i) {
     const int team = t->Pick(1);
     ++used[static_cast<size_t>(team)];
-    t->Report(1, team, 1.0 / rate(team));
+    t->Report(1, team, 1.0 / rate(team), team > 1 ? slept_fraction / rate(team) : 0.0);
     if (last) *last = team;
   }
   return used;
@@ -29,19 +32,23 @@ TEST(ThreadTuner, KeepsTheTeamOnAnIdleMachineAndLeavesItUnderContention) {
   // Idle: 2 threads 60 tok/s, 1 thread 36.
   auto idle = [](int team) { return team == 2 ? 60.0 : 36.0; };
   std::vector<int> used = RunPasses(&t, 400, idle);
-  EXPECT_GE(used[2], 390) << "probes at one thread stay rare on an idle machine";
-  EXPECT_GE(used[1], 1) << "it does probe";
+  EXPECT_EQ(used[2], 400) << "no probe on an idle machine";
   // A busy neighbour: 2 threads collapse to 8 tok/s, 1 thread keeps 33.
   auto busy = [](int team) { return team == 2 ? 8.0 : 33.0; };
   int last = 0;
-  used = RunPasses(&t, 6, busy, &last);
-  EXPECT_EQ(last, 1) << "within a few passes it runs one thread";
-  used = RunPasses(&t, 200, busy, &last);
-  EXPECT_GE(used[1], 190);
+  used = RunPasses(&t, 3, busy, &last, 0.4);
+  EXPECT_EQ(last, 1) << "the pass after a slow one probes one thread, which wins";
+  used = RunPasses(&t, 400, busy, &last, 0.4);
+  EXPECT_GE(used[1], 390) << "a busy neighbour that stays costs a probe of the full team now and then";
+  EXPECT_GE(used[2], 2) << "it does probe the full team";
   EXPECT_EQ(last, 1);
   // The neighbour leaves: a probe finds 2 threads fast again.
-  used = RunPasses(&t, 2 * ThreadTuner::kMaxInterval + 2, idle, &last);
+  used = RunPasses(&t, ThreadTuner::kMaxInterval + 2, idle, &last);
   EXPECT_EQ(last, 2);
+  // A slow full-team pass without sleeping (the machine's bandwidth drifting) is no reason to probe.
+  auto drift = [](int team) { return team == 2 ? 40.0 : 36.0; };
+  used = RunPasses(&t, 200, drift, &last);
+  EXPECT_EQ(used[2], 200);
 }
 
 TEST(ThreadTuner, FixedThreadsAndSingleThreadsNeverChange) {
