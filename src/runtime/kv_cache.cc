@@ -218,24 +218,23 @@ Status KvCache::Fork(int src, int dst, int n) {
   return Status::Ok();
 }
 
-kernels::KvHead KvCache::KHead(int seq, int layer, size_t head_offset, kernels::KvRowType row_type) const {
+kernels::KvHead KvCache::HeadOf(const std::vector<uint8_t>& pool, size_t row, int seq, int layer,
+                                size_t head_offset, kernels::KvRowType row_type) const {
   kernels::KvHead h;
   h.type = row_type;
-  h.stride = k_row;
-  h.block_bytes = k_row * kKvBlockPositions;
-  h.data = k_.data() + static_cast<size_t>(layer) * static_cast<size_t>(n_blocks_) * h.block_bytes + head_offset;
+  h.stride = row;
+  h.block_bytes = row * kKvBlockPositions;
+  h.data = pool.data() + static_cast<size_t>(layer) * static_cast<size_t>(n_blocks_) * h.block_bytes + head_offset;
   h.blocks = BlockTable(seq);
   return h;
 }
 
+kernels::KvHead KvCache::KHead(int seq, int layer, size_t head_offset, kernels::KvRowType row_type) const {
+  return HeadOf(k_, k_row, seq, layer, head_offset, row_type);
+}
+
 kernels::KvHead KvCache::VHead(int seq, int layer, size_t head_offset, kernels::KvRowType row_type) const {
-  kernels::KvHead h;
-  h.type = row_type;
-  h.stride = v_row;
-  h.block_bytes = v_row * kKvBlockPositions;
-  h.data = v_.data() + static_cast<size_t>(layer) * static_cast<size_t>(n_blocks_) * h.block_bytes + head_offset;
-  h.blocks = BlockTable(seq);
-  return h;
+  return HeadOf(v_, v_row, seq, layer, head_offset, row_type);
 }
 
 void KvCache::Store(int seq, int layer, int pos, const float* ks, const float* vs) {

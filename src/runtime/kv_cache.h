@@ -97,6 +97,8 @@ class KvCache {
     return pool.data() + ((static_cast<size_t>(layer) * static_cast<size_t>(n_blocks_) + static_cast<size_t>(b)) *
                               kKvBlockPositions + static_cast<size_t>(pos % kKvBlockPositions)) * row;
   }
+  kernels::KvHead HeadOf(const std::vector<uint8_t>& pool, size_t row, int seq, int layer, size_t head_offset,
+                         kernels::KvRowType row_type) const;
   void CopyBlock(int32_t from, int32_t to);
   void Unref(int32_t block);
 

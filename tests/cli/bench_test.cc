@@ -117,6 +117,37 @@ TEST(Bench, MarkdownTable) {
   EXPECT_NE(out.find("TQ2_0"), std::string::npos) << out;
 }
 
+// llama-batched-bench's mode: one row per (pp, tg, pl) with its field names, N_KV = pl * (pp + tg)
+// (pp + pl * tg with -pps), speeds consistent with the times; the Markdown table has its columns.
+TEST(Bench, BatchedModeHasLlamaBatchedBenchRows) {
+  std::string out, err;
+  ASSERT_EQ(RunTrine("bench -m " + TinyModel() + " -t 2 -npp 8 -ntg 3 -npl 1,4 -o json", &out, &err), 0) << err;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u) << out;
+  const int pl[] = {1, 4};
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& r = j[i];
+    SCOPED_TRACE(r.dump());
+    EXPECT_EQ(r["pp"], 8);
+    EXPECT_EQ(r["tg"], 3);
+    EXPECT_EQ(r["pl"], pl[i]);
+    EXPECT_EQ(r["n_kv"], pl[i] * 11);
+    EXPECT_EQ(r["n_threads"], 2);
+    for (const char* k : {"t_pp", "t_tg", "t", "speed_pp", "speed_tg", "speed"}) EXPECT_GT(r[k].get<double>(), 0) << k;
+    EXPECT_NEAR(r["speed_tg"].get<double>(), pl[i] * 3 / r["t_tg"].get<double>(), 1e-6 * r["speed_tg"].get<double>());
+    EXPECT_NEAR(r["t"].get<double>(), r["t_pp"].get<double>() + r["t_tg"].get<double>(), 1e-9);
+  }
+  ASSERT_EQ(RunTrine("bench -m " + TinyModel() + " -t 1 -npp 8 -ntg 2 -npl 3 -pps", &out, &err), 0) << err;
+  EXPECT_NE(out.find("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("|     8 |      2 |    3 |     14 |"), std::string::npos) << "shared prompt: 8 + 3 * 2\n" << out;
+  EXPECT_NE(out.find("is_pp_shared = 1"), std::string::npos) << out;
+  EXPECT_NE(RunTrine("bench -m " + TinyModel() + " -npp 8 -ntg 2 -npl 0", &out, &err), 0);
+  EXPECT_NE(err.find("-npl"), std::string::npos) << err;
+}
+
 TEST(Bench, BadArgumentsGiveCleanErrors) {
   struct Case {
     std::string args;
