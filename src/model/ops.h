@@ -4,10 +4,11 @@
 //
 // Each operator comes in two forms. `Op(..., n_threads)` opens its own parallel region.
 // `OpTeam(...)` is called by every thread of an enclosing parallel region with the same arguments
-// (a layer step runs in one region, src/model/arch/, opened by RunTeam in core/team.h); it splits
-// the work into static parts (TeamPart) and returns after the team's barrier (TeamSync), so every
-// thread then sees the whole result. Called outside any region, a Team form runs all the work on
-// the calling thread.
+// (a layer step runs in one region, src/model/arch/, opened by RunTeam in core/team.h); its work
+// is a step of items the threads claim (TeamFirst/TeamNext) and it returns once every item is done
+// (TeamSync), so every thread then sees the whole result. Every write of shared data is inside an
+// item: a thread that comes late finds the work done. Called outside any region, a Team form runs
+// all the work on the calling thread.
 #pragma once
 
 #include <cstdint>
