@@ -27,7 +27,9 @@ struct Shape {
 // cols must be a multiple of 256 for the K-quants; 32-multiples (odd block counts included) are
 // added for Q4_0/Q8_0 below. Row counts cover 1, below and above a tile of 8, and non-multiples.
 const Shape kShapes[] = {{1, 256, 1},  {7, 256, 3},   {9, 512, 1},    {33, 512, 2},  {16, 2560, 1}, {17, 2560, 4},
-                         {5, 6912, 1}, {64, 768, 65}, {3, 1024, 130}, {24, 256, 16}, {13, 512, 9},  {40, 2048, 8}};
+                         {5, 6912, 1}, {64, 768, 65}, {3, 1024, 130}, {24, 256, 16}, {13, 512, 9},  {40, 2048, 8},
+                         // Batched decodes of 13-24 sequences (two token passes of the x16 Q4_0 kernel).
+                         {35, 512, 13}, {48, 1024, 20}, {17, 256, 24}};
 const Shape kQ0Shapes[] = {{5, 32, 1}, {11, 96, 2}, {8, 160, 17}, {9, 224, 130}, {12, 2080, 3}};
 
 std::vector<float> RandomWeights(int64_t n, std::mt19937* rng) {
