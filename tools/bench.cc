@@ -34,6 +34,15 @@
 #include "runtime/context.h"
 
 namespace trine::cli {
+
+std::vector<int32_t> RandomTokens(const Model& m, int n, int n_past, std::mt19937& rng) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  const int n_vocab = m.config().n_vocab;
+  for (auto& id : t) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+  if (n > 0 && n_past == 0 && m.vocab().add_bos() && m.vocab().bos() >= 0) t[0] = m.vocab().bos();
+  return t;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -202,16 +211,6 @@ Status ParseIntList(const std::vector<std::string>& items, const char* flag, int
 std::vector<std::string> ListArg(const cxxopts::ParseResult& a, const char* name, const std::string& def) {
   if (!a.count(name)) return {def};
   return a[name].as<std::vector<std::string>>();
-}
-
-// Prompt tokens as llama-bench makes them: random ids, the first BOS (when the vocabulary adds
-// one) where they start the context (n_past 0).
-std::vector<int32_t> RandomTokens(const Model& m, int n, int n_past, std::mt19937& rng) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  const int n_vocab = m.config().n_vocab;
-  for (auto& id : t) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-  if (n > 0 && n_past == 0 && m.vocab().add_bos() && m.vocab().bos() >= 0) t[0] = m.vocab().bos();
-  return t;
 }
 
 // The tests run after the first n_past tokens of the context (the depth, decoded once per test):

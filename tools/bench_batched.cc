@@ -33,14 +33,6 @@ struct Result {
   double speed() const { return t() > 0 ? n_kv / t() : 0.0; }
 };
 
-// Random prompt ids (BOS first where the vocabulary adds one), as trine bench makes them.
-std::vector<int32_t> Prompt(const Model& m, int n, std::mt19937& rng) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& id : t) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(m.config().n_vocab));
-  if (n > 0 && m.vocab().add_bos() && m.vocab().bos() >= 0) t[0] = m.vocab().bos();
-  return t;
-}
-
 // One (pp, tg, pl) measurement on an empty context.
 Status Measure(Context& ctx, const Model& m, int pp, int tg, int pl, bool shared, std::mt19937& rng, Result* r) {
   for (int s = 0; s < ctx.n_seq_max(); ++s) ctx.SeqTruncate(s, 0);
@@ -53,7 +45,7 @@ Status Measure(Context& ctx, const Model& m, int pp, int tg, int pl, bool shared
   if (pp > 0) {
     // The prompts: pl of them in one batch, or (shared) one in sequence 0 forked to the others.
     for (int s = 0; s < (shared ? 1 : pl); ++s) {
-      const auto p = Prompt(m, pp, rng);
+      const auto p = RandomTokens(m, pp, 0, rng);
       for (int i = 0; i < pp; ++i) b.Add(p[static_cast<size_t>(i)], -1, s, i == pp - 1);
     }
     TRINE_RETURN_IF_ERROR(ctx.Decode(b));

@@ -1,12 +1,18 @@
 // `trine bench -npp ... -ntg ... -npl ...`: llama-batched-bench's measurement for trine.
 #pragma once
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "model/model.h"
 
 namespace trine::cli {
+
+// Prompt tokens as llama-bench makes them: random ids, the first BOS (when the vocabulary adds
+// one) where they start the context (n_past 0). Both bench modes use it (tools/bench.cc).
+std::vector<int32_t> RandomTokens(const Model& m, int n, int n_past, std::mt19937& rng);
 
 struct BatchedBenchArgs {
   std::vector<int> npp, ntg, npl;  // prompt tokens, generated tokens, parallel sequences

@@ -756,10 +756,7 @@ trine_batch* trine_batch_init(int32_t n_tokens_max) {
     if (n_tokens_max <= 0) return InvalidArg(fn, "n_tokens_max must be > 0"), nullptr;
     auto* b = new trine_batch;
     b->capacity = n_tokens_max;
-    b->batch.token.reserve(static_cast<size_t>(n_tokens_max));
-    b->batch.pos.reserve(static_cast<size_t>(n_tokens_max));
-    b->batch.seq.reserve(static_cast<size_t>(n_tokens_max));
-    b->batch.logits.reserve(static_cast<size_t>(n_tokens_max));
+    b->batch.Reserve(n_tokens_max);
     return LiveBatches().Add(b);
   });
 }

@@ -1,7 +1,5 @@
 #include "core/team.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -18,8 +18,8 @@
 // give them), then takes items from the far end of the others' ranges.
 //
 // Waiting: a thread waits only for items in progress elsewhere. It spins for a few microseconds,
-// then yields its core and sleeps in the kernel (futex) until the step's last item is done, so a
-// descheduled partner can run in its place.
+// then sleeps in the kernel (futex), woken as items finish, so a descheduled partner can run on
+// its core.
 //
 // Outside a RunTeam region (a plain `omp parallel`, or no region) the same loops run with a static
 // round-robin split and TeamSync is OpenMP's barrier, so the Team operators stay correct anywhere.
@@ -76,7 +76,7 @@ class Team {
 
  private:
   std::atomic<Step*> blocks_[kMaxBlocks] = {};
-  alignas(64) std::atomic<uint32_t> epoch_{0};  // futex word: bumped when a step completes
+  alignas(64) std::atomic<uint32_t> epoch_{0};  // futex word: bumped by an item's end while a thread sleeps
   std::atomic<uint32_t> sleepers_{0};
   std::atomic<int64_t> sleep_ns_{0};
 };

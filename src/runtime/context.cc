@@ -101,8 +101,10 @@ Status Context::Decode(const Batch& b) {
   if (b.pos.size() != b.token.size() || b.seq.size() != b.token.size() || b.logits.size() != b.token.size()) {
     return InvalidArgument("batch arrays differ in length");
   }
-  // Each sequence's next position as the batch goes, starting where it stands.
+  // Each sequence's next position as the batch goes, starting where it stands; each token's
+  // position goes to pos_ for the passes.
   std::vector<int32_t> next(static_cast<size_t>(params_.n_seq_max), -1);
+  pos_.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const int32_t t = b.token[static_cast<size_t>(i)], s = b.seq[static_cast<size_t>(i)];
     if (t < 0 || t >= n_vocab_) {
@@ -125,16 +127,21 @@ Status Context::Decode(const Batch& b) {
                              std::to_string(kv_.SeqPos(s)) + " positions and " + std::to_string(nx + 1 - kv_.SeqPos(s)) +
                              " more exceed the context size " + std::to_string(params_.n_ctx) + " (use -c)");
     }
-    ++nx;
+    pos_[static_cast<size_t>(i)] = nx++;
   }
+  // Blocks reserved for the batch but not written go back to the pool (Truncate at a sequence's
+  // own count drops them).
+  const auto release_unwritten = [&](int up_to) {
+    for (int s = 0; s < up_to; ++s) {
+      if (next[static_cast<size_t>(s)] >= 0) kv_.Truncate(s, kv_.SeqPos(s));
+    }
+  };
   // Room for every sequence's new positions, or for none of them.
   for (int s = 0; s < params_.n_seq_max; ++s) {
     if (next[static_cast<size_t>(s)] < 0) continue;
     Status st = kv_.Reserve(s, next[static_cast<size_t>(s)]);
     if (!st.ok()) {
-      for (int r = 0; r < s; ++r) {
-        if (next[static_cast<size_t>(r)] >= 0) kv_.Truncate(r, kv_.SeqPos(r));
-      }
+      release_unwritten(s);
       return st;
     }
   }
@@ -150,10 +157,8 @@ Status Context::Decode(const Batch& b) {
     Status st = DecodeChunk(b, i, m, row0);
     if (!st.ok()) {
       // Positions of this chunk may be partly written; they lie beyond each sequence's count, so
-      // the next decode overwrites them. Blocks reserved for them go back to the pool.
-      for (int s = 0; s < params_.n_seq_max; ++s) {
-        if (next[static_cast<size_t>(s)] >= 0) kv_.Truncate(s, kv_.SeqPos(s));
-      }
+      // the next decode overwrites them.
+      release_unwritten(params_.n_seq_max);
       return st;
     }
     for (int j = i; j < i + m; ++j) row0 += b.logits[static_cast<size_t>(j)] != 0 ? 1 : 0;
@@ -218,17 +223,10 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
   const ModelConfig& c = model_->config();
   ForwardState& st = st_;
   TRINE_RETURN_IF_ERROR(SyncStreamer());
-  st.Resize(*model_, n, kv_.SeqPos(b.seq[static_cast<size_t>(i0)]));
+  st.Resize(*model_, n, pos_[static_cast<size_t>(i0)]);
   const size_t E = static_cast<size_t>(c.n_embd);
-  // Positions: each sequence continues where it stands (Decode checked the explicit ones).
-  std::vector<int32_t> next(static_cast<size_t>(params_.n_seq_max), -1);
-  for (int t = 0; t < n; ++t) {
-    const int32_t s = b.seq[static_cast<size_t>(i0 + t)];
-    int32_t& nx = next[static_cast<size_t>(s)];
-    if (nx < 0) nx = kv_.SeqPos(s);
-    st.seq[static_cast<size_t>(t)] = s;
-    st.pos[static_cast<size_t>(t)] = nx++;
-  }
+  std::copy_n(b.seq.begin() + i0, n, st.seq.begin());
+  std::copy_n(pos_.begin() + i0, n, st.pos.begin());
 
   for (int t = 0; t < n; ++t) model_->EmbedToken(b.token[static_cast<size_t>(i0 + t)], st.x.data() + static_cast<size_t>(t) * E);
   st.n_threads = tuner_->Pick(n);
@@ -239,9 +237,8 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
                    static_cast<double>(TeamSleepNanos() - slept0) * 1e-9);
   };
   for (int l = 0; l < c.n_layer; ++l) TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
-  for (int s = 0; s < params_.n_seq_max; ++s) {
-    if (next[static_cast<size_t>(s)] >= 0) kv_.SetSeqPos(s, next[static_cast<size_t>(s)]);
-  }
+  // A sequence's tokens come in position order: its last one here sets its count.
+  for (int t = 0; t < n; ++t) kv_.SetSeqPos(st.seq[static_cast<size_t>(t)], st.pos[static_cast<size_t>(t)] + 1);
   // Final norm and LM head, for the tokens whose logits are wanted (gathered in batch order).
   int rows = 0;
   for (int t = 0; t < n; ++t) rows += b.logits[static_cast<size_t>(i0 + t)] != 0 ? 1 : 0;

@@ -47,6 +47,12 @@ struct Batch {
     seq.push_back(s);
     logits.push_back(want_logits ? 1 : 0);
   }
+  void Reserve(int n) {
+    token.reserve(static_cast<size_t>(n));
+    pos.reserve(static_cast<size_t>(n));
+    seq.reserve(static_cast<size_t>(n));
+    logits.reserve(static_cast<size_t>(n));
+  }
   void Clear() {
     token.clear();
     pos.clear();
@@ -132,6 +138,7 @@ class Context {
   std::vector<float> head_in_;     // (rows, E) residual rows whose logits are wanted
   std::vector<float> final_norm_;  // (rows, E)
   std::vector<int32_t> out_rows_;  // (batch size) logits row of each token of the last batch, or -1
+  std::vector<int32_t> pos_;       // (batch size) position of each token of the batch in flight
   Batch single_;                   // the batch Decode(tokens, n) builds
   std::unique_ptr<WeightStreamer> streamer_;
   std::unique_ptr<ThreadTuner> tuner_;  // the team size of each pass

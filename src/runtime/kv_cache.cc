@@ -209,9 +209,8 @@ Status KvCache::Fork(int src, int dst, int n) {
     return InvalidArgument("fork of " + std::to_string(n) + " positions: sequence " + std::to_string(src) + " holds " +
                            std::to_string(s.n_pos));
   }
-  Truncate(dst, 0);
+  Truncate(dst, 0);  // several sequences: no block is left (only a lone sequence keeps the pool)
   Seq& d = seqs_[static_cast<size_t>(dst)];
-  for (int32_t b : d.blocks) Unref(b);  // a sole owner of the pool gives it up
   d.blocks.assign(s.blocks.begin(), s.blocks.begin() + PoolBlocks(n));
   for (int32_t b : d.blocks) ++refs_[static_cast<size_t>(b)];
   d.n_pos = n;

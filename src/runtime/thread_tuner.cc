@@ -42,15 +42,15 @@ void ThreadTuner::Report(int n_tokens, int team, double seconds, double slept_se
   Group& g = GroupOf(n_tokens);
   const auto idx = std::find(sizes_.begin(), sizes_.end(), team) - sizes_.begin();
   if (idx >= static_cast<long>(sizes_.size())) return;
+  const double rate = n_tokens / seconds;
   if (!g.warm) {
     // Cold: no average from it, but a reference for a probe it asks for by sleeping.
     g.warm = true;
     g.probing = -1;
-    g.last = n_tokens / seconds;
+    g.last = rate;
     if (team > 1 && slept_seconds > 0.25 * seconds) g.until_probe = 0;
     return;
   }
-  const double rate = n_tokens / seconds;
   double& cur = g.rate[static_cast<size_t>(g.current)];
   if (g.probing >= 0 && idx == g.probing) {
     g.rate[static_cast<size_t>(idx)] = rate;
