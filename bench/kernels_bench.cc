@@ -1,6 +1,6 @@
 // Kernel throughput: every GemmFn variant x ISA level x real projection shapes (BitNet b1.58 2B4T
 // and Llama-3.2-1B), decode (1 token) and prefill (128 tokens), single-threaded, one call over all
-// rows (src/model/ops.cc MatMul makes one call per thread). Counters: GB/s of weight bytes read (decode is
+// rows (src/runtime/ops.cc MatMul makes one call per thread). Counters: GB/s of weight bytes read (decode is
 // bandwidth-bound) and GOPS (2 x rows x cols x tokens per second), both per CPU second (the
 // machines are shared: CPU time is steadier than wall time for a single-threaded loop).
 // Activations are quantized once, outside the timed loop, as the runtime does per matmul input.

@@ -10,7 +10,7 @@
 #include <omp.h>
 #include <time.h>
 
-#include "model/ops.h"
+#include "runtime/ops.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trine::profiler {

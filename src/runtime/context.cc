@@ -13,7 +13,7 @@
 #include "core/fp16.h"
 #include "core/team.h"
 #include "kernels.h"
-#include "model/ops.h"
+#include "runtime/ops.h"
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
 

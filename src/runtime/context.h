@@ -110,6 +110,7 @@ class Context {
   int n_past() const { return kv_.SeqPos(0); }
   int n_ctx() const { return params_.n_ctx; }
   int n_threads() const { return params_.n_threads; }
+  int n_batch() const { return params_.n_batch; }
   int n_seq_max() const { return params_.n_seq_max; }
   // Forgets every position >= n of sequence 0 (n <= n_past()).
   void Truncate(int n) { kv_.Truncate(0, n); }
@@ -145,7 +146,7 @@ class Context {
   int n_vocab_ = 0;
 };
 
-// Per-architecture layer functions (src/model/arch/*.cc): one transformer block over st, with the
+// Per-architecture layer functions (src/runtime/arch/*.cc): one transformer block over st, with the
 // weights st.w (the model's layer when null).
 void LlamaLayer(ForwardState& st, int layer);
 void BitnetLayer(ForwardState& st, int layer);
@@ -156,7 +157,7 @@ Status ForwardLayer(ForwardState& st, int layer);
 
 // Steps the layer functions share. ReserveLayerActivations sizes st.act for every matmul of `w`
 // over st.n_tokens tokens, before the layer's parallel region (whose Team forms do not allocate),
-// and returns it. The Team steps (src/model/ops.h), called by every thread of that region:
+// and returns it. The Team steps (src/runtime/ops.h), called by every thread of that region:
 // NormQkvAttentionTeam normalizes st.x (attn_norm) into st.xb, computes Q, K and V from it (times
 // qkv_scale) and attention over the cache into st.att; NormGateUpTeam normalizes st.x (ffn_norm)
 // into st.xb and computes the gate into st.hb and up into st.hb2 (times gate_up_scale).
@@ -165,7 +166,7 @@ void NormQkvAttentionTeam(ForwardState& st, const LayerWeights& w, int layer, co
 void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up_scale[2], uint8_t* act);
 
 // Causal attention of the batch's queries over the KV cache (positions 0 .. n_past + t), after
-// RoPE on q and k and the cache write. A Team form (src/model/ops.h): called by every thread of the
+// RoPE on q and k and the cache write. A Team form (src/runtime/ops.h): called by every thread of the
 // layer's parallel region, returns after a barrier.
 void AttentionOverCache(ForwardState& st, int layer);
 

@@ -1,4 +1,4 @@
-// SIMD element-wise kernels against their scalar definitions in src/model/ops.cc: bit-identical.
+// SIMD element-wise kernels against their scalar definitions in src/runtime/ops.cc: bit-identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "model/ops.h"
+#include "runtime/ops.h"
 
 namespace trine::kernels {
 namespace {

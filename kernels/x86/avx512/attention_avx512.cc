@@ -359,7 +359,7 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
 }
 
-// SwiGLU's vector part, bit-identical to ops::SwiGlu (src/model/ops.cc) for n a multiple of 16:
+// SwiGLU's vector part, bit-identical to ops::SwiGlu (src/runtime/ops.cc) for n a multiple of 16:
 // out = g / (1 + ExpfPoly(-g)) * u with ExpfPoly's exact operation sequence (its fused
 // multiply-adds as vfmadd, ldexp as vscalefps: both one correctly rounded operation).
 void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n) {

@@ -3,7 +3,7 @@
 // gated FFN activation before Wdown; NEOX RoPE; optional per-tensor output scales. The gate
 // activation is SiLU for `bitnet` and ReLU^2 for `bitnet-b1.58`.
 #include "core/team.h"
-#include "model/ops.h"
+#include "runtime/ops.h"
 #include "runtime/context.h"
 
 namespace trine {

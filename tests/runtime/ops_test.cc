@@ -1,4 +1,4 @@
-// Edge cases of the element-wise operations in src/model/ops.cc that real models reach only with
+// Edge cases of the element-wise operations in src/runtime/ops.cc that real models reach only with
 // broken weights: NaN and infinite activations must propagate as NaN/inf (never undefined
 // behaviour: the sanitizer build runs these too), and SiLU's saturation ends stay exact. Also the
 // Team forms inside a parallel region: the same bits as one thread, for any team size.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/team.h"
-#include "model/ops.h"
+#include "runtime/ops.h"
 
 namespace trine {
 namespace {

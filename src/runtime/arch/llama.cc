@@ -1,7 +1,7 @@
 // `llama` transformer block (Llama 2/3, TinyLlama): pre-RMSNorm attention with NORM RoPE and GQA,
 // then pre-RMSNorm SwiGLU FFN, each with a residual add.
 #include "core/team.h"
-#include "model/ops.h"
+#include "runtime/ops.h"
 #include "runtime/context.h"
 
 namespace trine {

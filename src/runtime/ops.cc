@@ -1,6 +1,6 @@
 // Reference operators; numerics follow llama.cpp's CPU backend where it matters for parity
 // (double sum of squares in RMSNorm, theta by repeated multiplication in RoPE).
-#include "model/ops.h"
+#include "runtime/ops.h"
 
 #include <omp.h>
 

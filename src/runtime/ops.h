@@ -4,7 +4,7 @@
 //
 // Each operator comes in two forms. `Op(..., n_threads)` opens its own parallel region.
 // `OpTeam(...)` is called by every thread of an enclosing parallel region with the same arguments
-// (a layer step runs in one region, src/model/arch/, opened by RunTeam in core/team.h); its work
+// (a layer step runs in one region, src/runtime/arch/, opened by RunTeam in core/team.h); its work
 // is a step of items the threads claim (TeamFirst/TeamNext) and it returns once every item is done
 // (TeamSync), so every thread then sees the whole result. Every write of shared data is inside an
 // item: a thread that comes late finds the work done. Called outside any region, a Team form runs
