@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "profiler/plan_load.h"
 #include "runtime/context.h"
+#include "runtime/generate.h"
 #include "sampler/sampler.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -98,6 +99,8 @@ trine_status ToStatus(trine::StatusCode code) {
     case trine::StatusCode::kOutOfMemory: return TRINE_ERROR_OUT_OF_MEMORY;
     case trine::StatusCode::kCancelled: return TRINE_ERROR_CANCELLED;
     case trine::StatusCode::kInternal: return TRINE_ERROR_INTERNAL;
+    // A full queue is a resource limit of the moment (the C API has no scheduler yet).
+    case trine::StatusCode::kUnavailable: return TRINE_ERROR_OUT_OF_MEMORY;
   }
   return TRINE_ERROR_INTERNAL;
 }
@@ -957,46 +960,28 @@ int32_t trine_generate(trine_context* ctx, trine_sampler* sampler, const char* p
     const ModelState& m = *ctx->model;
     if (!m.tokenizer) return Fail(m.tokenizer_status);
     trine::Context& c = *ctx->ctx;
-    const trine::Vocab& vocab = m.model->vocab();
     std::vector<trine::TokenId> ids;
     if (prompt != nullptr && *prompt != '\0') {
       trine::Status st = m.tokenizer->Tokenize(prompt, c.n_past() == 0, false, &ids);
       if (!st.ok()) return Fail(st);
     }
-    if (!ids.empty()) {
-      if (static_cast<int64_t>(ids.size()) > c.n_ctx() - c.n_past()) {
-        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT,
-                  "%s: the prompt is %zu tokens, but only %d of the context's %d positions are free", fn,
-                  ids.size(), c.n_ctx() - c.n_past(), c.n_ctx());
+    trine::GenerateState state;
+    state.logits_row = ctx->n_logits - 1;
+    const auto on_token = [&](int32_t token) {
+      if (callback == nullptr) return true;
+      const std::string piece = m.tokenizer->TokenToPiece(token, false);
+      return callback(piece.c_str(), piece.size(), token, user_data);
+    };
+    int32_t generated = 0;
+    trine::Status st = trine::Generate(c, ids, n_predict, sampler->sampler, on_token, &state, &generated);
+    ctx->n_logits = state.logits_row + 1;
+    if (!st.ok()) {
+      // The prompt checks name the function, as the C API's argument errors do.
+      if (st.code() == trine::StatusCode::kInvalidArgument) {
+        SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: %s", fn, st.message().c_str());
         return TRINE_ERROR_INVALID_ARGUMENT;
       }
-      for (trine::TokenId id : ids) sampler->sampler.Accept(id);
-      ctx->n_logits = 0;
-      trine::Status st = c.Decode(ids.data(), static_cast<int>(ids.size()), false);
-      if (!st.ok()) return Fail(st);
-      ctx->n_logits = 1;
-    } else if (ctx->n_logits == 0) {
-      return InvalidArg(fn, "the prompt is empty and the context has no logits to continue from");
-    }
-    int32_t generated = 0;
-    while (n_predict < 0 || generated < n_predict) {
-      const int next = sampler->sampler.Sample(c.logits(ctx->n_logits - 1), c.n_vocab());
-      if (vocab.IsEog(next)) break;
-      sampler->sampler.Accept(next);
-      ++generated;
-      bool evaluated = false;
-      if (c.n_past() < c.n_ctx()) {
-        ctx->n_logits = 0;
-        trine::Status st = c.Decode(&next, 1, false);
-        if (!st.ok()) return Fail(st);
-        ctx->n_logits = 1;
-        evaluated = true;
-      }
-      if (callback != nullptr) {
-        const std::string piece = m.tokenizer->TokenToPiece(next, false);
-        if (!callback(piece.c_str(), piece.size(), next, user_data)) break;
-      }
-      if (!evaluated) break;
+      return Fail(st);
     }
     return generated;
   });

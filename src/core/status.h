@@ -16,6 +16,7 @@ enum class StatusCode {
   kOutOfMemory,
   kCancelled,
   kInternal,
+  kUnavailable,      // a bounded queue or pool is full now; the same request may succeed later
 };
 
 class Status {
@@ -37,6 +38,7 @@ inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgum
 inline Status InvalidFile(std::string m) { return {StatusCode::kInvalidFile, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 
 // Propagates a non-ok Status to the caller.
 #define TRINE_RETURN_IF_ERROR(expr)        \

@@ -148,6 +148,18 @@ void KvCache::Unref(int32_t block) {
   if (--refs_[static_cast<size_t>(block)] == 0) free_.push_back(block);
 }
 
+int KvCache::BlocksNeeded(int seq, int n) const {
+  const Seq& s = seqs_[static_cast<size_t>(seq)];
+  if (n <= s.n_pos) return 0;
+  // A new block for each missing table entry, and a copy of each shared one written.
+  int need = 0;
+  for (size_t i = static_cast<size_t>(s.n_pos / kKvBlockPositions); i <= static_cast<size_t>((n - 1) / kKvBlockPositions);
+       ++i) {
+    if (i >= s.blocks.size() || refs_[static_cast<size_t>(s.blocks[i])] > 1) ++need;
+  }
+  return need;
+}
+
 Status KvCache::Reserve(int seq, int n) {
   Seq& s = seqs_[static_cast<size_t>(seq)];
   if (n > n_ctx_) {
@@ -157,11 +169,7 @@ Status KvCache::Reserve(int seq, int n) {
   if (n <= s.n_pos) return Status::Ok();
   const size_t first = static_cast<size_t>(s.n_pos / kKvBlockPositions);
   const size_t last = static_cast<size_t>((n - 1) / kKvBlockPositions);
-  // Blocks needed: a new one for each missing table entry, and a copy of each shared one written.
-  size_t need = 0;
-  for (size_t i = first; i <= last; ++i) {
-    if (i >= s.blocks.size() || refs_[static_cast<size_t>(s.blocks[i])] > 1) ++need;
-  }
+  const size_t need = static_cast<size_t>(BlocksNeeded(seq, n));
   if (need > free_.size()) {
     return Status(StatusCode::kOutOfMemory,
                   "KV pool full: sequence " + std::to_string(seq) + " needs " + std::to_string(need) +

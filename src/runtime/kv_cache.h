@@ -63,6 +63,8 @@ class KvCache {
   // copies any of those blocks the sequence shares with another one. On error nothing changes.
   // Errors: n > n_ctx (INVALID_ARGUMENT), not enough free blocks (OUT_OF_MEMORY, "KV pool full").
   Status Reserve(int seq, int n);
+  // The free blocks Reserve(seq, n) would take.
+  int BlocksNeeded(int seq, int n) const;
   // Declares positions 0 .. n - 1 of `seq` written (n within what Reserve made room for).
   void SetSeqPos(int seq, int n) { seqs_[static_cast<size_t>(seq)].n_pos = n; }
   // Forgets positions >= p of `seq` (p is clamped to [0, SeqPos]) and returns the blocks it no
