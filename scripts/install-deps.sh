@@ -8,6 +8,7 @@ PACKAGES=(
   libdnnl-dev libxsimd-dev libomp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcxxopts-dev nlohmann-json3-dev libpcre2-dev
+  libcpp-httplib-dev  # trine serve's HTTP (what llama-server uses)
   g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang-14 libclang-rt-14-dev llvm-14  # the sanitizer + libFuzzer build (scripts/ci.sh)
   chromium zlib1g-dev  # the report rendering test: headless Chromium, PNG decoding

@@ -14,5 +14,6 @@ int RunMkmodel(int argc, char** argv);
 int RunBench(int argc, char** argv);
 int RunProfile(int argc, char** argv);
 int RunReport(int argc, char** argv);
+int RunServe(int argc, char** argv);
 
 }  // namespace trine::cli

@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"bench", trine::cli::RunBench, "prompt and generation speed, llama-bench style (tok/s, GB/s)"},
     {"profile", trine::cli::RunProfile, "profile layers, plan activation precision and placement (cached)"},
     {"report", trine::cli::RunReport, "render a profile report (report.html) and table"},
+    {"serve", trine::cli::RunServe, "OpenAI-compatible HTTP server with continuous batching"},
     {"mkmodel", trine::cli::RunMkmodel, "write a random-weight GGUF with a real model's shapes"},
 };
 
@@ -49,9 +50,10 @@ int main(int argc, char** argv) {
   }
   // llama.cpp's multi-letter single-dash flags, which cxxopts would read as bundled short options.
   for (int i = 2; i < argc; ++i) {
-    static char ctk[] = "--cache-type-k", ctv[] = "--cache-type-v";
+    static char ctk[] = "--cache-type-k", ctv[] = "--cache-type-v", np[] = "--parallel";
     if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
     if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
+    if (std::strcmp(argv[i], "-np") == 0) argv[i] = np;
   }
   for (const auto& c : kCommands) {
     if (cmd == c.name) {

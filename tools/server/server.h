@@ -1,0 +1,96 @@
+// `trine serve`: an OpenAI-compatible HTTP server over the continuous-batching scheduler
+// (runtime/scheduler.h). HTTP is cpp-httplib (Debian's libcpp-httplib-dev, what llama-server
+// uses): one thread per connection from a bounded pool; every request thread parses and validates
+// its body, submits a job to the scheduler and waits for (or streams) its tokens, while one
+// scheduler thread runs the forward passes for all of them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+
+#include <httplib.h>
+
+#include "core/status.h"
+#include "model/model.h"
+#include "runtime/context.h"
+#include "runtime/scheduler.h"
+#include "sampler/sampler.h"
+#include "server/openai.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trine::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;             // 0: any free port (printed)
+  std::string api_key;         // empty: no authentication
+  std::string alias;           // the model id in responses and /v1/models
+  size_t max_body = 1 << 20;   // bytes; larger bodies get 413
+  int timeout_s = 600;         // read/write timeout of a connection
+  int max_waiting = 64;        // requests queued beyond the busy sequences; more get 503
+  int drain_s = 30;            // on SIGTERM: how long in-flight requests may finish
+  std::optional<ChatTemplate> chat_template;  // forced (--chat-template)
+  SamplerParams sampling;      // defaults for fields a request leaves out
+};
+
+struct Counters {
+  std::atomic<uint64_t> requests{0};      // completion requests answered 200
+  std::atomic<uint64_t> errors_4xx{0};
+  std::atomic<uint64_t> errors_5xx{0};
+  std::atomic<uint64_t> rejected_busy{0};  // 503 queue full
+  std::atomic<uint64_t> cancelled{0};      // clients gone mid-request
+};
+
+class Server {
+ public:
+  explicit Server(const ServerOptions& options);
+  ~Server();
+
+  // Binds the port and starts answering (/health says "loading" until Ready). *port: the bound port.
+  Status Listen(int* port);
+  // Hands over the loaded model and context; starts the scheduler thread; /health says "ok".
+  Status Ready(std::unique_ptr<Model> model, std::unique_ptr<Context> ctx);
+  // Stops accepting, lets in-flight requests finish for drain_s, then cancels the rest; returns
+  // when every thread has ended.
+  void Shutdown();
+
+ private:
+  struct Exchange;  // one completion request's state shared by its HTTP thread and the scheduler
+
+  void Routes();
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void Stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  // Sends an OpenAI error (and counts it).
+  void Error(httplib::Response& res, const ApiError& e);
+  std::string Metrics() const;
+  bool Authorized(const std::string& header) const;
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread http_thread_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ChatTemplate template_ = ChatTemplate::kChatml;
+  std::string bos_text_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::thread loop_;
+  std::atomic<bool> stop_loop_{false};
+  std::mutex active_mu_;
+  std::unordered_set<uint64_t> active_;  // scheduler ids of requests in flight
+  Counters counters_;
+  int64_t started_ = 0;
+};
+
+}  // namespace trine::server
