@@ -68,7 +68,9 @@ Status Scheduler::Submit(Request request, uint64_t* id) {
   if (!st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (static_cast<int>(waiting_.size()) >= options_.max_waiting) {
+    // Requests beyond the free sequences wait; at most max_waiting of them.
+    const int free_seqs = std::max(0, static_cast<int>(slots_.size()) - stats_.running);
+    if (static_cast<int>(waiting_.size()) >= options_.max_waiting + free_seqs) {
       return Unavailable("the queue is full: " + std::to_string(waiting_.size()) +
                          " requests are waiting for one of " + std::to_string(slots_.size()) + " sequences");
     }
@@ -311,7 +313,7 @@ void Scheduler::AfterForward(const std::vector<Planned>& plan) {
     const float* logits = ctx_->logits(row);
     const int token = s.sampler->Sample(logits, ctx_->n_vocab());
     if (s.result.n_generated == 0) s.first_token = Clock::now();
-    if (ctx_->model().vocab().IsEog(token)) {
+    if (!s.request.ignore_eog && ctx_->model().vocab().IsEog(token)) {
       Finish(p.slot, FinishReason::kStop);
       continue;
     }

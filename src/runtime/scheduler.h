@@ -60,6 +60,7 @@ struct Request {
   std::vector<int32_t> prompt;  // >= 1 token ids, each < n_vocab
   int n_predict = -1;           // most tokens generated; < 0: until end of generation or n_ctx
   SamplerParams sampling;
+  bool ignore_eog = false;      // end-of-generation tokens are passed on like any other
   // Each generated token; false stops the request (FinishReason::kCaller). May be empty.
   std::function<bool(const TokenEvent&)> on_token;
   // Called exactly once when the request ends, after its last on_token. May be empty.
@@ -68,7 +69,7 @@ struct Request {
 
 struct SchedulerOptions {
   int step_tokens = 0;      // tokens per forward pass; 0: the context's n_batch (>= n_seq_max)
-  int max_waiting = 64;     // requests that may wait for a free sequence; Submit refuses beyond
+  int max_waiting = 64;     // requests that may wait while every sequence is busy; Submit refuses beyond
   bool reuse_prefix = true; // start prompts from cached or running sequences' KV where it matches
 };
 

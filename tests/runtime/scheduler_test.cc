@@ -296,14 +296,16 @@ TEST(Scheduler, BadRequestsAreRefusedByName) {
   bad.sampling.top_p = 2;
   EXPECT_EQ(sched.Submit(std::move(bad), &id).code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(s.done);
-  Seen q1, q2;
+  // One free sequence plus max_waiting = 1: the third request is refused.
+  Seen q1, q2, q3;
   ASSERT_TRUE(sched.Submit(Greedy({1, 2}, 1, &q1), &id).ok());
-  st = sched.Submit(Greedy({1, 2}, 1, &q2), &id);
+  ASSERT_TRUE(sched.Submit(Greedy({1, 2}, 1, &q2), &id).ok());
+  st = sched.Submit(Greedy({1, 2}, 1, &q3), &id);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("queue is full"), std::string::npos);
   RunUntilIdle(sched);
-  EXPECT_TRUE(q1.done);
-  EXPECT_FALSE(q2.done);
+  EXPECT_TRUE(q1.done && q2.done);
+  EXPECT_FALSE(q3.done);
 }
 
 // A server's shape: one thread runs the steps, others submit and wait for their results.

@@ -134,6 +134,7 @@ bool ParseCommon(const json& o, const SamplerParams& defaults, Job* job, ApiErro
     }
   }
   if (!BoolField(o, "stream", &job->stream, err)) return false;
+  if (!BoolField(o, "ignore_eos", &job->ignore_eos, err)) return false;
   if (!IsNull(o, "stream_options")) {
     const json& so = o["stream_options"];
     if (!so.is_object()) return Fail(err, "stream_options", "'stream_options' must be an object");

@@ -37,6 +37,7 @@ struct Job {
   bool logprobs = false;
   int top_logprobs = 0;               // 0..20 (completions' integer logprobs: 0..5)
   bool echo = false;                  // completions: prepend the prompt to the text
+  bool ignore_eos = false;            // llama-server's extension: generate past end-of-text tokens
 };
 
 // Body limits beyond the size limit the HTTP layer applies.

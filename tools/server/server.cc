@@ -60,6 +60,7 @@ struct Server::Exchange {
   std::vector<TokenLogprob> logprobs;
   bool done = false;
   RequestResult result;
+  std::shared_ptr<void> flight;  // counts the request in flight until the exchange goes (EnterFlight)
 };
 
 Server::Server(const ServerOptions& options) : options_(options), http_(std::make_unique<httplib::Server>()) {
@@ -133,30 +134,38 @@ Status Server::Ready(std::unique_ptr<Model> model, std::unique_ptr<Context> ctx)
 
 void Server::Shutdown() {
   if (draining_.exchange(true)) return;
-  http_->stop();
-  // In-flight requests finish on their own threads; past the drain time they are cancelled.
-  std::thread watchdog;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool joined = false;
-  if (scheduler_) {
-    watchdog = std::thread([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (cv.wait_for(lock, std::chrono::seconds(options_.drain_s), [&] { return joined; })) return;
+  // New completion requests get 503 from here on; those in flight finish, for drain_s at most,
+  // then are cancelled. httplib's stop() would cut open streams, so it comes after.
+  std::unique_lock<std::mutex> lock(flight_mu_);
+  if (!flight_cv_.wait_for(lock, std::chrono::seconds(options_.drain_s), [&] { return in_flight_ == 0; })) {
+    {
       std::lock_guard<std::mutex> active(active_mu_);
-      for (uint64_t id : active_) scheduler_->Cancel(id);
-    });
+      for (uint64_t id : active_) {
+        if (scheduler_) scheduler_->Cancel(id);
+      }
+    }
+    flight_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return in_flight_ == 0; });
   }
+  lock.unlock();
+  // A response's last bytes leave after its handler returns.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  http_->stop();
   if (http_thread_.joinable()) http_thread_.join();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    joined = true;
-  }
-  cv.notify_all();
-  if (watchdog.joinable()) watchdog.join();
   stop_loop_ = true;
   if (scheduler_) scheduler_->Wake();
   if (loop_.joinable()) loop_.join();
+}
+
+std::shared_ptr<void> Server::EnterFlight() {
+  {
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    ++in_flight_;
+  }
+  return std::shared_ptr<void>(nullptr, [this](void*) {
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    --in_flight_;
+    flight_cv_.notify_all();
+  });
 }
 
 void Server::Routes() {
@@ -214,9 +223,9 @@ void Server::Routes() {
   });
 
   const auto health = [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready_) {
+    if (!ready_ || draining_) {
       res.set_header("Retry-After", "1");
-      SendJson(res, 503, {{"status", "loading"}});
+      SendJson(res, 503, {{"status", draining_ ? "draining" : "loading"}});
     } else {
       SendJson(res, 200, {{"status", "ok"}});
     }
@@ -294,6 +303,7 @@ void Server::HandleDetokenize(const httplib::Request& req, httplib::Response& re
 
 void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
   auto ex = std::make_shared<Exchange>();
+  ex->flight = EnterFlight();
   ApiError err;
   const bool ok = chat ? ParseChatRequest(req.body, options_.sampling, &ex->job, &err)
                        : ParseCompletionRequest(req.body, options_.sampling, &ex->job, &err);
@@ -311,6 +321,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   r.prompt.assign(prompt.begin(), prompt.end());
   r.n_predict = job.max_tokens;
   r.sampling = job.sampling;
+  r.ignore_eog = job.ignore_eos;
   Exchange* e = ex.get();
   r.on_token = [this, e](const TokenEvent& t) {
     const std::string piece = tokenizer_->TokenToPiece(t.token, false);

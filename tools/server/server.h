@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,8 +58,8 @@ class Server {
   Status Listen(int* port);
   // Hands over the loaded model and context; starts the scheduler thread; /health says "ok".
   Status Ready(std::unique_ptr<Model> model, std::unique_ptr<Context> ctx);
-  // Stops accepting, lets in-flight requests finish for drain_s, then cancels the rest; returns
-  // when every thread has ended.
+  // Refuses new completion requests (503; /health says "draining"), lets those in flight finish
+  // for drain_s, cancels the rest, then stops listening; returns when every thread has ended.
   void Shutdown();
 
  private:
@@ -72,6 +73,8 @@ class Server {
   // Sends an OpenAI error (and counts it).
   void Error(httplib::Response& res, const ApiError& e);
   std::string Metrics() const;
+  // Counts a completion request until the returned token's last copy goes.
+  std::shared_ptr<void> EnterFlight();
   bool Authorized(const std::string& header) const;
 
   ServerOptions options_;
@@ -89,6 +92,9 @@ class Server {
   std::atomic<bool> stop_loop_{false};
   std::mutex active_mu_;
   std::unordered_set<uint64_t> active_;  // scheduler ids of requests in flight
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  int in_flight_ = 0;
   Counters counters_;
   int64_t started_ = 0;
 };
