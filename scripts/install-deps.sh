@@ -12,6 +12,7 @@ PACKAGES=(
   g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang-14 libclang-rt-14-dev llvm-14  # the sanitizer + libFuzzer build (scripts/ci.sh)
   chromium zlib1g-dev  # the report rendering test: headless Chromium, PNG decoding
+  nginx  # the scale-out test: nginx in front of two trine serve replicas
 )
 
 missing=()

@@ -100,6 +100,13 @@ int ServerProcess::Terminate(int timeout_s) {
   return -1;
 }
 
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
 ServerProcess::~ServerProcess() {
   Terminate();
   if (stderr_fd_ >= 0) close(stderr_fd_);

@@ -25,6 +25,8 @@ class ServerProcess {
   const std::string& error() const { return error_; }
   // Sends SIGTERM and waits (<= timeout_s) for the exit; returns the exit status (-1: none).
   int Terminate(int timeout_s = 30);
+  // SIGKILL and reap (a replica that dies without a word).
+  void Kill();
   // Everything the server wrote to stderr so far.
   std::string Stderr();
 
