@@ -14,6 +14,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
+#include "profiler/plan_load.h"
 #include "server/server.h"
 
 namespace trine::cli {
@@ -35,6 +36,7 @@ Status ReadApiKeyFile(const std::string& path, std::string* key) {
 int RunServe(int argc, char** argv) {
   cxxopts::Options opts("trine serve", "OpenAI-compatible HTTP server with continuous batching.");
   AddModelOptions(opts);
+  AddPlanOptions(opts);
   AddSamplingOptions(opts);
   opts.add_options("server")("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
       "port", "port to listen on (0: any free port, printed)", cxxopts::value<int>()->default_value("8080"))(
@@ -95,6 +97,9 @@ int RunServe(int argc, char** argv) {
   if (!st.ok()) return Fail(st);
   const int kv_pool = a["kv-pool"].as<int>();
   if (kv_pool < 0) return Fail("--kv-pool must be >= 0");
+  PlanFlags plan_flags;
+  st = ParsePlanFlags(a, &plan_flags);
+  if (!st.ok()) return Fail(st);
   const std::string path = ResolveModelPath(a["model"].as<std::string>());
   so.alias = a.count("alias") ? a["alias"].as<std::string>() : path.substr(path.find_last_of('/') + 1);
 
@@ -117,7 +122,20 @@ int RunServe(int argc, char** argv) {
   std::unique_ptr<Model> model;
   ModelLoadOptions lo;
   lo.use_mmap = !a.count("no-mmap");
-  st = Model::Load(path, lo, &model);
+  // Under --mem-budget/--plan/--auto the planner budgets the KV pool of all sequences: --kv-pool,
+  // else -c (or 4096 when -c is 0, before the model says its own) times -np.
+  profiler::PlanRequest plan;
+  plan.mem_budget = plan_flags.mem_budget;
+  plan.auto_plan = plan_flags.auto_plan;
+  plan.plan_path = plan_flags.plan_path;
+  plan.no_cache = plan_flags.no_cache;
+  plan.mlock = plan_flags.mlock;
+  plan.n_ctx = kv_pool > 0 ? kv_pool : (cp.n_ctx > 0 ? cp.n_ctx : 4096) * n_parallel;
+  plan.kv_type = cp.kv_type;
+  plan.n_threads = cp.n_threads;
+  profiler::PlanOutcome outcome;
+  st = profiler::LoadModelWithPlan(path, lo, plan, &model, &outcome);
+  if (st.ok() && outcome.active) std::fprintf(stderr, "trine serve: %s\n", outcome.summary.c_str());
   std::unique_ptr<Context> ctx;
   if (st.ok()) {
     cp.n_seq_max = n_parallel;
