@@ -19,7 +19,7 @@ SANITIZE_SKIP='Perplexity\.|^parity_isa_|^perplexity_isa_|^neon_kernels_qemu$|^R
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-./scripts/install-deps.sh
+./scripts/install-deps.sh --tests
 if want release; then
   echo "== ci: release build and tests"
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRINE_WERROR=ON

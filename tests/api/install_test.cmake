@@ -1,5 +1,6 @@
-# Installs libtrine (component "libtrine") from BUILD_DIR into WORK_DIR/prefix, then builds
-# examples/simple.c against the installed files three ways and runs each on MODEL:
+# Installs everything (`cmake --install`: the libtrine and tools components) from BUILD_DIR into
+# WORK_DIR/prefix, runs the installed bin/trine, then builds examples/simple.c against the installed
+# files three ways and runs each on MODEL, with no LD_LIBRARY_PATH (the run paths find libtrine.so):
 #   1. pkg-config: cc -std=c99 simple.c $(pkg-config --cflags --libs trine)
 #   2. CMake:      find_package(trine) -> trine::trine (libtrine.so)
 #   3. CMake:      trine::trine_static (libtrine.a), in the same build as 2
@@ -26,7 +27,16 @@ endfunction()
 set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component libtrine)
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+unset(ENV{LD_LIBRARY_PATH})
+if(NOT EXISTS ${prefix}/bin/trine)
+  message(FATAL_ERROR "not installed: ${prefix}/bin/trine")
+endif()
+run(${prefix}/bin/trine generate -m ${MODEL} -p "Once upon a time" -n 12 --temp 0)
+string(FIND "${run_out}" "Once upon a time, there was a little girl" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the installed trine printed:\n${run_out}")
+endif()
 
 file(GLOB_RECURSE pc_files ${prefix}/*/trine.pc)
 list(LENGTH pc_files n_pc)
@@ -50,7 +60,6 @@ separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
 separate_arguments(sanitize_args UNIX_COMMAND "${SANITIZE_FLAGS}")
 run(${C_COMPILER} -std=c99 -Wall -Wextra -pedantic -Werror ${sanitize_args} ${SOURCE_DIR}/examples/simple.c
     ${pc_flags} -o ${WORK_DIR}/simple_pkgconfig)
-set(ENV{LD_LIBRARY_PATH} ${lib_dir})
 run(${WORK_DIR}/simple_pkgconfig ${MODEL} "Once upon a time" 32)
 set(text_pkgconfig "${run_out}")
 
