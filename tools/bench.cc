@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_batched.h"
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "kernels.h"
@@ -319,24 +320,10 @@ int RunBench(int argc, char** argv) {
       "npl", "llama-batched-bench mode: parallel sequences, e.g. 1,4,8,16", cxxopts::value<std::vector<std::string>>())(
       "pps", "llama-batched-bench mode: one prompt shared by the sequences (computed once, forked)")(
       "h,help", "show this help");
-  // llama-batched-bench's single-dash spellings.
-  std::vector<std::string> mapped =
-      MapShortFlags(argc, argv, {{"-npp", "--npp"}, {"-ntg", "--ntg"}, {"-npl", "--npl"}, {"-pps", "--pps"}});
-  std::vector<char*> margv;
-  for (auto& m : mapped) margv.push_back(m.data());
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(static_cast<int>(margv.size()), margv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("bench", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("bench", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("bench", opts, argc, argv, &a); rc >= 0) return rc;
   const std::string format = a["output"].as<std::string>();
-  if (format != "md" && format != "json") return UsageError("bench", "-o must be md or json, got '" + format + "'");
+  if (format != "md" && format != "json") return Fail("-o must be md or json, got '" + format + "'");
 
   std::vector<int> threads, prompts, gens, depths;
   Status st = ParseIntList(ListArg(a, "threads", std::to_string(omp_get_num_procs())), "-t", 1, &threads);

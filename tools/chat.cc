@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "api_helpers.h"
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -86,21 +87,8 @@ int RunChat(int argc, char** argv) {
       "chat-template", "force a template: chatml, llama3, llama2, bitnet", cxxopts::value<std::string>())(
       "n,n-predict", "maximum tokens per reply", cxxopts::value<int>()->default_value("512"))(
       "h,help", "show this help");
-  // cxxopts reads "-sys" as "-s ys"; map llama.cpp's spelling to the long flag first.
-  std::vector<std::string> mapped = MapShortFlags(argc, argv, {{"-sys", "--system-prompt"}});
-  std::vector<char*> av;
-  for (auto& s : mapped) av.push_back(s.data());
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(static_cast<int>(av.size()), av.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("chat", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("chat", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("chat", opts, argc, argv, &a); rc >= 0) return rc;
   const int n_predict = a["n-predict"].as<int>();
   if (n_predict <= 0) return Fail("-n must be positive, got " + std::to_string(n_predict));
   SamplerParams sp;

@@ -17,24 +17,4 @@ int UsageError(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
-std::vector<std::string> MapShortFlags(int argc, char** argv,
-                                       const std::vector<std::pair<std::string, std::string>>& aliases) {
-  std::vector<std::string> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    for (const auto& [from, to] : aliases) {
-      if (a == from) {
-        a = to;
-        break;
-      }
-      if (a.rfind(from + "=", 0) == 0) {
-        a = to + a.substr(from.size());
-        break;
-      }
-    }
-    out.push_back(a);
-  }
-  return out;
-}
-
 }  // namespace trine::cli

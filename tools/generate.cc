@@ -9,6 +9,7 @@
 
 #include "api_helpers.h"
 #include "core/page_memory.h"
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -47,20 +48,14 @@ int RunGenerate(int argc, char** argv) {
       "n,n-predict", "tokens to generate (-1 = until end of text or context full)",
       cxxopts::value<int>()->default_value("128"))(
       "no-bos", "do not add the BOS token")("ignore-eos", "keep generating after end-of-text tokens")(
+      "e,escape", "process escapes (\\n \\t \\\\ ...) in -p, as llama.cpp does (the default)")(
+      "no-escape", "take -p literally")(
+      "r,reverse-prompt", "stop once the output contains TEXT (llama.cpp's -r)", cxxopts::value<std::vector<std::string>>())(
       "json", "print one JSON object (ids, text, timings) instead of streaming")(
       "top-logits", "with --json: the K best (id, logit) pairs of each step", cxxopts::value<int>()->default_value("0"))(
       "h,help", "show this help");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("generate", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("generate", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("generate", opts, argc, argv, &a); rc >= 0) return rc;
   if (a.count("prompt") && a.count("file")) return UsageError("generate", "give either -p or -f, not both");
 
   const int n_predict = a["n-predict"].as<int>();
@@ -72,7 +67,15 @@ int RunGenerate(int argc, char** argv) {
   if (!st.ok()) return Fail(st);
 
   std::string prompt;
-  if (a.count("prompt")) prompt = a["prompt"].as<std::string>();
+  if (a.count("prompt")) {
+    prompt = a["prompt"].as<std::string>();
+    if (!a.count("no-escape")) prompt = ProcessEscapes(prompt);
+  }
+  std::vector<std::string> reverse;
+  if (a.count("reverse-prompt")) reverse = a["reverse-prompt"].as<std::vector<std::string>>();
+  for (const std::string& r : reverse) {
+    if (r.empty()) return UsageError("generate", "-r needs a non-empty TEXT");
+  }
   if (a.count("file")) {
     st = ReadTextFile(a["file"].as<std::string>(), &prompt);
     if (!st.ok()) return Fail(st);
@@ -136,6 +139,9 @@ int RunGenerate(int argc, char** argv) {
     }
     if (i + 1 == budget) break;
     if (trine_context_n_past(ctx.get()) >= n_ctx) break;  // context full
+    bool reversed = false;
+    for (const std::string& r : reverse) reversed = reversed || text.find(r) != std::string::npos;
+    if (reversed) break;
     if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
   }
   const double gen_ms = MsSince(t_gen0);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "gguf/gguf_reader.h"
@@ -97,18 +98,9 @@ int RunInspect(int argc, char** argv) {
       "m,model", "GGUF file (the same as FILE, as other commands take it)", cxxopts::value<std::string>())(
       "h,help", "show this help")(
       "file", "GGUF file", cxxopts::value<std::string>());
-  opts.parse_positional({"file"});
   opts.positional_help("FILE");
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("inspect", e.what());
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
+  if (const int rc = ParseCommand("inspect", opts, argc, argv, &args, "file"); rc >= 0) return rc;
   if (args.count("file") + args.count("model") != 1) return UsageError("inspect", "give one FILE (or -m FILE)");
   if (!args.unmatched().empty()) return UsageError("inspect", "unexpected argument '" + args.unmatched()[0] + "'");
   const std::string path = args[args.count("file") ? "file" : "model"].as<std::string>();

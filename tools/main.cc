@@ -1,6 +1,5 @@
 // `trine`: one binary, one subcommand per job (llama.cpp's tools, under one roof).
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -47,13 +46,6 @@ int main(int argc, char** argv) {
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     PrintUsage(stdout);
     return 0;
-  }
-  // llama.cpp's multi-letter single-dash flags, which cxxopts would read as bundled short options.
-  for (int i = 2; i < argc; ++i) {
-    static char ctk[] = "--cache-type-k", ctv[] = "--cache-type-v", np[] = "--parallel";
-    if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
-    if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
-    if (std::strcmp(argv[i], "-np") == 0) argv[i] = np;
   }
   for (const auto& c : kCommands) {
     if (cmd == c.name) {

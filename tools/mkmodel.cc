@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "core/fp16.h"
@@ -307,16 +308,7 @@ int RunMkmodel(int argc, char** argv) {
       "seed", "", cxxopts::value<int64_t>()->default_value("42"))("layers", "", cxxopts::value<int>())(
       "ctx", "", cxxopts::value<int>())("t,threads", "", cxxopts::value<int>()->default_value("0"))("h,help", "");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("mkmodel", e.what());
-  }
-  if (a.count("help")) {
-    PrintHelp();
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("mkmodel", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("mkmodel", opts, argc, argv, &a, "", PrintHelp); rc >= 0) return rc;
   if (!a.count("output")) return UsageError("mkmodel", "missing -o OUT.gguf");
   if (!a.count("preset")) return UsageError("mkmodel", "missing --preset (bitnet-2b, llama-1b or tiny)");
 
@@ -324,20 +316,20 @@ int RunMkmodel(int argc, char** argv) {
   o.out_path = a["output"].as<std::string>();
   o.preset = FindPreset(a["preset"].as<std::string>());
   if (!o.preset) {
-    return UsageError("mkmodel", "unknown preset '" + a["preset"].as<std::string>() +
+    return Fail("unknown preset '" + a["preset"].as<std::string>() +
                                      "' (bitnet-2b, llama-1b or tiny)");
   }
   const std::string type_name = a["type"].as<std::string>();
-  if (!ParseWeightType(type_name, &o.type)) return UsageError("mkmodel", "unknown --type '" + type_name + "'");
+  if (!ParseWeightType(type_name, &o.type)) return Fail("unknown --type '" + type_name + "'");
   o.embd_type = DefaultEmbeddingType(o.type);
   for (const char* key : {"output-tensor-type", "token-embedding-type"}) {  // the latter wins, as in quantize
     if (!a.count(key)) continue;
     const std::string v = a[key].as<std::string>();
-    if (!ParseWeightType(v, &o.embd_type)) return UsageError("mkmodel", std::string("unknown --") + key + " '" + v + "'");
+    if (!ParseWeightType(v, &o.embd_type)) return Fail(std::string("unknown --") + key + " '" + v + "'");
   }
   o.arch = a.count("arch") ? a["arch"].as<std::string>() : o.preset->arch;
   if (o.arch != "llama" && o.arch != "bitnet" && o.arch != "bitnet-b1.58") {
-    return UsageError("mkmodel", "unknown --arch '" + o.arch + "' (llama, bitnet or bitnet-b1.58)");
+    return Fail("unknown --arch '" + o.arch + "' (llama, bitnet or bitnet-b1.58)");
   }
   const int64_t seed = a["seed"].as<int64_t>();
   if (seed < 0) return Fail("--seed must be >= 0, got " + std::to_string(seed));

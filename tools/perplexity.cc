@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -35,16 +36,7 @@ int RunPerplexity(int argc, char** argv) {
       "chunks", "score at most this many windows (-1 = all)", cxxopts::value<int>()->default_value("-1"))(
       "h,help", "show this help");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("perplexity", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("perplexity", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("perplexity", opts, argc, argv, &a); rc >= 0) return rc;
   if (!a.count("file")) return UsageError("perplexity", "missing -f TEXT");
   std::string text;
   Status st = ReadTextFile(a["file"].as<std::string>(), &text);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "core/page_memory.h"
 #include "commands.h"
@@ -91,25 +92,16 @@ int RunProfile(int argc, char** argv) {
       "file, or one type", cxxopts::value<std::string>()->default_value("auto"))(
       "json", "print the plan as JSON on stdout (no progress)")("q,quiet", "no progress")("h,help", "show this help");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("profile", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("profile", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("profile", opts, argc, argv, &a); rc >= 0) return rc;
   const int samples = a["samples"].as<int>();
-  if (samples < 2 || samples > 256) return UsageError("profile", "-n must be in [2, 256]");
+  if (samples < 2 || samples > 256) return Fail("-n must be in [2, 256]");
   const double max_kl = a["max-kl"].as<double>();
-  if (!(max_kl >= 0) || !std::isfinite(max_kl)) return UsageError("profile", "--max-kl must be >= 0");
+  if (!(max_kl >= 0) || !std::isfinite(max_kl)) return Fail("--max-kl must be >= 0");
   uint64_t budget = 0;  // default: available RAM (keyed as 0 so the cache survives its drift)
   if (!a["mem-budget"].as<std::string>().empty()) {
     budget = ParseBytes(a["mem-budget"].as<std::string>());
     if (budget == 0) {
-      return UsageError("profile", "--mem-budget must be bytes (optionally K/M/G) or a percentage, got '" +
+      return Fail("--mem-budget must be bytes (optionally K/M/G) or a percentage, got '" +
                                        a["mem-budget"].as<std::string>() + "'");
     }
   }
@@ -149,7 +141,7 @@ int RunProfile(int argc, char** argv) {
   {
     TypeId t;
     if (key.output_type != "auto" && key.output_type != "file" && !ParseTypeName(key.output_type, &t)) {
-      return UsageError("profile", "--head-type must be auto, file or a type name, got '" + key.output_type + "'");
+      return Fail("--head-type must be auto, file or a type name, got '" + key.output_type + "'");
     }
   }
   const std::string isa = profiler::MachineIsa();
@@ -181,7 +173,7 @@ int RunProfile(int argc, char** argv) {
   const std::string cache_path = profiler::PlanCachePath(hash);
   if (a.count("uniform")) {
     const std::string u = a["uniform"].as<std::string>();
-    if (u != "a8" && u != "a16") return UsageError("profile", "--uniform must be a8 or a16, got '" + u + "'");
+    if (u != "a8" && u != "a16") return Fail("--uniform must be a8 or a16, got '" + u + "'");
     TypeId head = TypeId::kCount;
     if (key.output_type != "auto" && key.output_type != "file") (void)ParseTypeName(key.output_type, &head);
     profiler::SetPlanIdentity(path, hash, model->file().file_size(), isa, ram, key, &plan);
@@ -282,7 +274,7 @@ int RunProfile(int argc, char** argv) {
       if (!st.ok()) return Fail(st);
       const int n_ctx = std::min(a["ppl-ctx"].as<int>(), model->config().n_ctx_train);
       const int windows = a["ppl-windows"].as<int>();
-      if (n_ctx < 4) return UsageError("profile", "--ppl-ctx must be >= 4");
+      if (n_ctx < 4) return Fail("--ppl-ctx must be >= 4");
       if (baseline) {
         st = WindowPerplexity(*model, ids, n_ctx, windows, cp.n_threads, base_kv, &plan.ppl_fp32);
         if (!st.ok()) return Fail(st);

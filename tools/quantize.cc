@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "gguf/gguf_reader.h"
@@ -318,39 +319,30 @@ int RunQuantize(int argc, char** argv) {
   opts.add_options()("token-embedding-type", "", cxxopts::value<std::string>())(
       "output-tensor-type", "", cxxopts::value<std::string>())("pure", "")("allow-requantize", "")(
       "leave-output-tensor", "")("h,help", "")("positional", "", cxxopts::value<std::vector<std::string>>());
-  opts.parse_positional({"positional"});
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("quantize", e.what());
-  }
-  if (args.count("help")) {
-    PrintHelp();
-    return kExitOk;
-  }
+  if (const int rc = ParseCommand("quantize", opts, argc, argv, &args, "positional", PrintHelp); rc >= 0) return rc;
   std::vector<std::string> pos;
   if (args.count("positional")) pos = args["positional"].as<std::vector<std::string>>();
   if (pos.size() < 3) return UsageError("quantize", "expected IN.gguf OUT.gguf TYPE");
   if (pos.size() > 4) return UsageError("quantize", "unexpected argument '" + pos[4] + "'");
   Options o;
   o.ftype = FindFileType(pos[2]);
-  if (!o.ftype) return UsageError("quantize", "unknown TYPE '" + pos[2] + "' (see 'trine quantize --help')");
+  if (!o.ftype) return Fail("unknown TYPE '" + pos[2] + "' (see 'trine quantize --help')");
   int n_threads = 0;
   if (pos.size() == 4) {
     char* end = nullptr;
     const long v = std::strtol(pos[3].c_str(), &end, 10);
-    if (!end || *end || v <= 0 || v > 1024) return UsageError("quantize", "NTHREADS must be a positive integer, got '" + pos[3] + "'");
+    if (!end || *end || v <= 0 || v > 1024) return Fail("NTHREADS must be a positive integer, got '" + pos[3] + "'");
     n_threads = static_cast<int>(v);
   }
   if (args.count("token-embedding-type")) {
     const std::string v = args["token-embedding-type"].as<std::string>();
-    if (!ParseTensorType(v, &o.token_embd_type)) return UsageError("quantize", "unknown tensor type '" + v + "'");
+    if (!ParseTensorType(v, &o.token_embd_type)) return Fail("unknown tensor type '" + v + "'");
     o.has_token_embd_type = true;
   }
   if (args.count("output-tensor-type")) {
     const std::string v = args["output-tensor-type"].as<std::string>();
-    if (!ParseTensorType(v, &o.output_type)) return UsageError("quantize", "unknown tensor type '" + v + "'");
+    if (!ParseTensorType(v, &o.output_type)) return Fail("unknown tensor type '" + v + "'");
     o.has_output_type = true;
   }
   o.pure = args.count("pure") > 0;

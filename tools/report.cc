@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "profiler/plan.h"
@@ -18,20 +19,12 @@ int RunReport(int argc, char** argv) {
                         "trine report DIR [--from FILE]: render DIR/report.html and the terminal table from a profile "
                         "report (DIR/report.json) or a plan file.");
   opts.add_options()("from", "plan or report JSON to render (default: DIR/report.json)", cxxopts::value<std::string>())(
-      "h,help", "show this help");
+      "h,help", "show this help")("dir", "", cxxopts::value<std::string>());
   opts.positional_help("DIR");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("report", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (a.unmatched().size() != 1) return UsageError("report", "expected one DIR");
-  const std::string dir = a.unmatched()[0];
+  if (const int rc = ParseCommand("report", opts, argc, argv, &a, "dir"); rc >= 0) return rc;
+  if (!a.count("dir")) return UsageError("report", "expected one DIR");
+  const std::string dir = a["dir"].as<std::string>();
   const std::string from = a.count("from") ? a["from"].as<std::string>() : dir + "/report.json";
   Plan plan;
   Status st = profiler::ReadPlanFile(from, &plan);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -52,16 +53,7 @@ int RunServe(int argc, char** argv) {
       "drain-timeout", "on SIGTERM, seconds in-flight requests may take to finish",
       cxxopts::value<int>()->default_value("30"))("h,help", "show this help");
   cxxopts::ParseResult a;
-  try {
-    a = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("serve", e.what());
-  }
-  if (a.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!a.unmatched().empty()) return UsageError("serve", "unexpected argument '" + a.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("serve", opts, argc, argv, &a); rc >= 0) return rc;
 
   server::ServerOptions so;
   so.host = a["host"].as<std::string>();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model_options.h"
@@ -23,42 +24,6 @@
 namespace trine::cli {
 namespace {
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Backslash escapes as llama.cpp's -e does: \n \r \t \' \" \\ and \xHH; others are kept as typed.
-std::string ProcessEscapes(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 >= s.size()) {
-      out.push_back(s[i]);
-      continue;
-    }
-    const char c = s[++i];
-    switch (c) {
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
-      case '\'': case '"': case '\\': out.push_back(c); break;
-      case 'x':
-        if (i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
-          out.push_back(static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2])));
-          i += 2;
-          break;
-        }
-        [[fallthrough]];
-      default:
-        out.push_back('\\');
-        out.push_back(c);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -73,16 +38,7 @@ int RunTokenize(int argc, char** argv) {
       "ids", "print only the ids, as [1, 2, 3]")("json", "print {\"ids\": [...], \"pieces\": [...]}")(
       "show-count", "print the number of tokens at the end")("h,help", "show this help");
   cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError("tokenize", e.what());
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", opts.help().c_str());
-    return kExitOk;
-  }
-  if (!args.unmatched().empty()) return UsageError("tokenize", "unexpected argument '" + args.unmatched()[0] + "'");
+  if (const int rc = ParseCommand("tokenize", opts, argc, argv, &args); rc >= 0) return rc;
   if (!args.count("model")) return UsageError("tokenize", "missing -m FILE");
   if (args.count("prompt") + args.count("file") != 1) {
     return UsageError("tokenize", "give the text with exactly one of -p TEXT and -f FILE");

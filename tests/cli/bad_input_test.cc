@@ -1,6 +1,6 @@
 // Bad input on every command of the `trine` tool: each case must exit with 1 (bad values, files
-// the program cannot use, bad usage), print one "error: " line naming the problem on stderr,
-// and never die from a signal. Complements the per-command cases in generate_test.cc,
+// the program cannot use) or 2 (bad usage: an unknown option, a missing or stray argument, with a
+// usage hint), print one "error: " line naming the problem on stderr, and never die from a signal. Complements the per-command cases in generate_test.cc,
 // bench_test.cc and mkmodel_test.cc, and the malformed-GGUF catalogue in tests/gguf.
 #include <gtest/gtest.h>
 
@@ -26,6 +26,8 @@ void ExpectCleanErrors(const std::vector<BadCase>& cases) {
     EXPECT_EQ(RunTrine(c.args, &out, &err), c.code) << err;
     EXPECT_NE(err.find("error: "), std::string::npos) << err;
     EXPECT_NE(err.find(c.message), std::string::npos) << err;
+    // Exit 2 exactly when the usage hint is printed.
+    EXPECT_EQ(err.find("usage:") != std::string::npos, c.code == 2) << err;
   }
 }
 
@@ -35,26 +37,26 @@ const std::string kVocabOnly = "models/vocab/ggml-vocab-llama-spm.gguf";
 
 TEST(BadInput, Inspect) {
   ExpectCleanErrors({
-      {"inspect", 1, "FILE"},
-      {"inspect " + kModel + " " + kModel, 1, "unexpected argument"},
-      {"inspect -m " + kModel + " " + kModel, 1, "one FILE"},
+      {"inspect", 2, "FILE"},
+      {"inspect " + kModel + " " + kModel, 2, "unexpected argument"},
+      {"inspect -m " + kModel + " " + kModel, 2, "one FILE"},
       {"inspect /nonexistent/model.gguf", 1, "/nonexistent/model.gguf: cannot open"},
       {"inspect models", 1, "models: not a regular file"},
       {"inspect /dev/null", 1, "/dev/null: not a regular file"},
       {"inspect " + kText, 1, "not a GGUF file"},
       {"inspect --kernels " + kVocabOnly, 1, "needs a model file with tensors"},
-      {"inspect --bogus " + kModel, 1, "bogus"},
+      {"inspect --bogus " + kModel, 2, "bogus"},
   });
 }
 
 TEST(BadInput, Tokenize) {
   ExpectCleanErrors({
-      {"tokenize -p hi", 1, "-m"},
-      {"tokenize -m " + kModel, 1, "exactly one of -p"},
+      {"tokenize -p hi", 2, "-m"},
+      {"tokenize -m " + kModel, 2, "exactly one of -p"},
       {"tokenize -m " + kModel + " -f models", 1, "models: cannot read: Is a directory"},
       {"tokenize -m " + kModel + " -f /nonexistent/text.txt", 1, "/nonexistent/text.txt: cannot open"},
       {"tokenize -m " + kText + " -p hi", 1, "not a GGUF file"},
-      {"tokenize -m " + kModel + " -p hi --ids --json", 1, "exclude"},
+      {"tokenize -m " + kModel + " -p hi --ids --json", 2, "exclude"},
   });
 }
 
@@ -84,7 +86,7 @@ TEST(BadInput, Perplexity) {
       {"perplexity -f /nonexistent/text.txt", 1, "/nonexistent/text.txt: cannot open"},
       {"perplexity -f models", 1, "models: cannot read: Is a directory"},
       {"perplexity -f /dev/null -c 64", 1, "needs at least"},
-      {"perplexity", 1, "-f"},
+      {"perplexity", 2, "-f"},
   });
 }
 
@@ -92,7 +94,7 @@ TEST(BadInput, Quantize) {
   const std::string copy = testing::TempPath("quantize-in-place.gguf");
   testing::WriteFileBytes(copy, testing::ReadFileBytes(testing::ModelPath("stories260K.gguf")));
   ExpectCleanErrors({
-      {"quantize", 1, "IN.gguf OUT.gguf TYPE"},
+      {"quantize", 2, "IN.gguf OUT.gguf TYPE"},
       {"quantize " + kModel + " /tmp/x.gguf q9_9", 1, "q9_9"},
       {"quantize /nonexistent/in.gguf /tmp/x.gguf q8_0", 1, "/nonexistent/in.gguf: cannot open"},
       {"quantize " + kText + " /tmp/x.gguf q8_0", 1, "not a GGUF file"},
@@ -114,15 +116,15 @@ TEST(BadInput, ProfileAndReport) {
       {"profile --mem-budget abc", 1, "--mem-budget"},
       {"profile --mem-budget 200%", 1, "--mem-budget"},
       {"profile -n 0", 1, "-n"},
-      {"report", 1, "DIR"},
+      {"report", 2, "DIR"},
       {"report /nonexistent/dir", 1, "/nonexistent/dir/report.json"},
   });
 }
 
 TEST(BadInput, UnknownCommandAndNoArguments) {
   ExpectCleanErrors({
-      {"nosuchcommand", 1, "unknown command"},
-      {"--bogus", 1, "bogus"},
+      {"nosuchcommand", 2, "unknown command"},
+      {"--bogus", 2, "bogus"},
   });
 }
 

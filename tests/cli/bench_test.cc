@@ -157,7 +157,7 @@ TEST(Bench, BadArgumentsGiveCleanErrors) {
   const std::string m = " -m " + TinyModel();
   const Case cases[] = {
       {"bench -o csv" + m, 1, "-o"},
-      {"bench --bogus" + m, 1, "bogus"},
+      {"bench --bogus" + m, 2, "bogus"},
       {"bench -t 0" + m, 1, "-t"},
       {"bench -t 2-1" + m, 1, "-t"},
       {"bench -p abc" + m, 1, "-p"},

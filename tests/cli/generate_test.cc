@@ -102,6 +102,43 @@ TEST(Generate, QuantizedKvCacheFlags) {
   }
 }
 
+// llama.cpp's flags: those that ask for nothing trine does differently pass with a note, those that
+// ask for what it cannot do fail saying so, and generate's own -e / -r work as in llama-cli.
+TEST(Generate, LlamaCppFlagsParse) {
+  std::string out, err;
+  ASSERT_EQ(RunTrine("generate -p hi -n 2 --temp 0 -ngl 0 -fa on -ub 64 -tb 2 -co -no-cnv -np 1", &out, &err), 0) << err;
+  for (const char* note : {"note: -ngl 0", "note: -fa on", "note: -ub 64", "note: -tb 2", "note: --color"}) {
+    EXPECT_NE(err.find(note), std::string::npos) << note << "\n" << err;
+  }
+  const BadCase cases[] = {
+      {"generate -p hi -ngl 99", 1, "-ngl 99: trine runs on the CPU; GPU offload is not available"},
+      {"generate -p hi --n-gpu-layers=12", 1, "GPU offload is not available"},
+      {"generate -hf org/model-GGUF", 1, "trine does not download models; pass a local GGUF with -m"},
+      {"generate -p hi -np 4", 1, "runs one sequence"},
+      {"generate -p hi -cnv", 2, "use 'trine chat'"},
+      {"generate -p hi -i", 2, "use 'trine chat'"},
+      {"generate -p hi -ngl", 2, "needs a value"},
+      {"chat -no-cnv", 2, "use 'trine generate"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    EXPECT_EQ(RunTrine(c.args, &out, &err), c.code);
+    EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+  }
+  // -e is llama.cpp's default: "\n" in -p is a newline; --no-escape keeps it as typed.
+  ASSERT_EQ(RunTrine("generate -p 'a\\nb' -n 1 --temp 0 --json", &out, &err), 0) << err;
+  EXPECT_NE(out.find("\"prompt\":\"a\\nb\""), std::string::npos) << out;
+  ASSERT_EQ(RunTrine("generate -p 'a\\nb' -n 1 --temp 0 --json --no-escape", &out, &err), 0) << err;
+  EXPECT_NE(out.find("\"prompt\":\"a\\\\nb\""), std::string::npos) << out;
+  // -r stops once the output contains the text.
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 40 --temp 0", &out, &err), 0) << err;
+  const size_t girl = out.find(" girl");
+  ASSERT_NE(girl, std::string::npos) << out;
+  ASSERT_EQ(RunTrine("generate -p 'Once upon a time' -n 40 --temp 0 -r ' girl'", &out, &err), 0) << err;
+  EXPECT_EQ(out, out.substr(0, girl + 5) + "\n") << out;  // nothing after " girl" but the final newline
+}
+
 TEST(Generate, BadInputGivesCleanErrors) {
   const BadCase cases[] = {
       {"generate -p hi -n -5", 1, "-n"},
@@ -120,9 +157,9 @@ TEST(Generate, BadInputGivesCleanErrors) {
       {"generate -f /nonexistent/prompt.txt", 1, "/nonexistent/prompt.txt"},
       {"generate --no-bos -p ''", 1, "empty"},
       {"generate -c 4 -p 'Once upon a time there was a dog'", 1, "longer than the context"},
-      {"generate --bogus-flag", 1, "bogus"},
-      {"generate -p a -f b", 1, "either"},
-      {"nosuchcommand", 1, "unknown command"},
+      {"generate --bogus-flag", 2, "bogus"},
+      {"generate -p a -f b", 2, "either"},
+      {"nosuchcommand", 2, "unknown command"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);

@@ -193,13 +193,13 @@ TEST(Mkmodel, BadArgumentsGiveCleanErrors) {
   // OUT stands for a path in the test's temp directory.
   const std::string out_path = TempPath("bad.gguf");
   const BadCase cases[] = {
-      {"mkmodel --preset tiny", 1, "-o"},
-      {"mkmodel -o OUT", 1, "--preset"},
+      {"mkmodel --preset tiny", 2, "-o"},
+      {"mkmodel -o OUT", 2, "--preset"},
       {"mkmodel --preset huge -o OUT", 1, "unknown preset"},
       {"mkmodel --preset tiny --type q9_9 -o OUT", 1, "--type"},
       {"mkmodel --preset tiny --token-embedding-type zz -o OUT", 1, "token-embedding-type"},
       {"mkmodel --preset tiny --arch gpt2 -o OUT", 1, "--arch"},
-      {"mkmodel --preset tiny --bogus -o OUT", 1, "bogus"},
+      {"mkmodel --preset tiny --bogus -o OUT", 2, "bogus"},
       {"mkmodel --preset tiny --layers 0 -o OUT", 1, "--layers"},
       {"mkmodel --preset tiny --seed -3 -o OUT", 1, "--seed"},
       {"mkmodel --preset tiny --type i2_s -o OUT", 1, "bitnet-b1.58"},

@@ -83,7 +83,7 @@ TEST(PerplexityErrors, TooShortTextAndMissingFile) {
   EXPECT_NE(err.find("needs at least 512"), std::string::npos) << err;
   EXPECT_EQ(testing::RunTrine("perplexity -f /nonexistent.txt", &out, &err), 1);
   EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
-  EXPECT_EQ(testing::RunTrine("perplexity", &out, &err), 1);
+  EXPECT_EQ(testing::RunTrine("perplexity", &out, &err), 2);  // missing -f: bad usage
 }
 
 }  // namespace
