@@ -61,6 +61,7 @@ int RunServe(int argc, char** argv) {
   if (so.port < 0 || so.port > 65535) return Fail("--port must be in [0, 65535], got " + std::to_string(so.port));
   const int n_parallel = a["parallel"].as<int>();
   if (n_parallel < 1 || n_parallel > 256) return Fail("-np must be in [1, 256], got " + std::to_string(n_parallel));
+  so.n_parallel = n_parallel;
   so.timeout_s = a["timeout"].as<int>();
   if (so.timeout_s < 1) return Fail("--timeout must be >= 1 second");
   const int64_t max_body = a["max-body"].as<int64_t>();

@@ -160,6 +160,12 @@ int KvCache::BlocksNeeded(int seq, int n) const {
   return need;
 }
 
+int KvCache::OwnedBlocks(int seq) const {
+  int n = 0;
+  for (int32_t b : seqs_[static_cast<size_t>(seq)].blocks) n += refs_[static_cast<size_t>(b)] == 1 ? 1 : 0;
+  return n;
+}
+
 Status KvCache::Reserve(int seq, int n) {
   Seq& s = seqs_[static_cast<size_t>(seq)];
   if (n > n_ctx_) {

@@ -65,6 +65,8 @@ class KvCache {
   Status Reserve(int seq, int n);
   // The free blocks Reserve(seq, n) would take.
   int BlocksNeeded(int seq, int n) const;
+  // Blocks `seq` holds alone: what Truncate(seq, 0) would give back.
+  int OwnedBlocks(int seq) const;
   // Declares positions 0 .. n - 1 of `seq` written (n within what Reserve made room for).
   void SetSeqPos(int seq, int n) { seqs_[static_cast<size_t>(seq)].n_pos = n; }
   // Forgets positions >= p of `seq` (p is clamped to [0, SeqPos]) and returns the blocks it no

@@ -64,6 +64,7 @@ Status Scheduler::Submit(Request request, uint64_t* id) {
     return InvalidArgument("the prompt is " + std::to_string(p.size()) + " tokens, more than the KV pool's " +
                            std::to_string(ctx_->kv().n_blocks() * kKvBlockPositions) + " positions");
   }
+  if (request.n_predict == 0) return InvalidArgument("n_predict is 0: ask for at least one token (< 0: no limit)");
   Status st = ValidateSamplerParams(request.sampling);
   if (!st.ok()) return st;
   {
@@ -240,23 +241,26 @@ void Scheduler::PlanBatch(std::vector<Planned>* plan) {
   for (int slot : order) {
     Slot& s = slots_[static_cast<size_t>(slot)];
     if (s.next_token < 0) continue;
-    const int need = blocks_for(slot, 1);
-    // A dry pool: the youngest running request gives its blocks back (and fails), so that the
-    // older ones, which have waited and computed longer, go on.
-    while (!EvictCachedUntil(reserved + need)) {
-      int youngest = slot;
+    // A dry pool: the youngest running request that holds blocks of its own gives them back (and
+    // fails), so that the older ones, which have waited and computed longer, go on. One that
+    // holds none (just admitted, or only blocks shared with others) would free nothing.
+    while (!EvictCachedUntil(reserved + blocks_for(slot, 1))) {
+      int victim = slot;
       for (size_t y = 0; y < slots_.size(); ++y) {
-        if (slots_[y].busy && slots_[y].admitted > slots_[static_cast<size_t>(youngest)].admitted) {
-          youngest = static_cast<int>(y);
+        const Slot& c = slots_[y];
+        if (c.busy && c.admitted > slots_[static_cast<size_t>(victim)].admitted &&
+            ctx_->kv().OwnedBlocks(static_cast<int>(y)) > 0) {
+          victim = static_cast<int>(y);
         }
       }
-      Finish(youngest, FinishReason::kError,
+      Finish(victim, FinishReason::kError,
              Status(StatusCode::kOutOfMemory, "KV pool full: no free block for the next token of this sequence (" +
                                                   std::to_string(ctx_->kv().n_blocks()) +
                                                   " blocks in all; a larger pool: -c / kv_pool_size)"));
-      if (youngest == slot) break;
+      if (victim == slot) break;
     }
     if (!s.busy) continue;
+    const int need = blocks_for(slot, 1);
     reserved += need;
     plan->push_back(Planned{slot, batch_.size(), 1});
     batch_.Add(s.next_token, ctx_->SeqPos(slot), slot, true);
@@ -286,13 +290,21 @@ void Scheduler::PlanBatch(std::vector<Planned>* plan) {
   // ended while planning), no step will ever free one: the newest prompt gives its blocks back and
   // fails, and the others go on.
   if (batch_.size() == 0 && !order.empty() && finished_ == done_before) {
+    // The newest that holds blocks of its own (else the newest): failing it frees something.
+    int victim = -1;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       if (!slots_[static_cast<size_t>(*it)].busy) continue;
-      Finish(*it, FinishReason::kError,
+      if (victim < 0) victim = *it;
+      if (ctx_->kv().OwnedBlocks(*it) > 0) {
+        victim = *it;
+        break;
+      }
+    }
+    if (victim >= 0) {
+      Finish(victim, FinishReason::kError,
              Status(StatusCode::kOutOfMemory, "KV pool full: the prompts being read need more than the pool's " +
                                                   std::to_string(ctx_->kv().n_blocks()) +
                                                   " blocks (a larger pool: -c / kv_pool_size, or fewer parallel sequences)"));
-      break;
     }
   }
 }

@@ -58,7 +58,7 @@ struct RequestResult {
 
 struct Request {
   std::vector<int32_t> prompt;  // >= 1 token ids, each < n_vocab
-  int n_predict = -1;           // most tokens generated; < 0: until end of generation or n_ctx
+  int n_predict = -1;           // most tokens generated (0 is refused); < 0: until end of generation or n_ctx
   SamplerParams sampling;
   bool ignore_eog = false;      // end-of-generation tokens are passed on like any other
   // Each generated token; false stops the request (FinishReason::kCaller). May be empty.

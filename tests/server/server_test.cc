@@ -20,9 +20,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// Keep-alive: a test's requests share one connection, so an error answered before its body was
+// read would show up as a garbled next request.
 std::unique_ptr<httplib::Client> Client(const ServerProcess& s) {
   auto c = std::make_unique<httplib::Client>("127.0.0.1", s.port());
   c->set_read_timeout(60, 0);
+  c->set_keep_alive(true);
   return c;
 }
 
@@ -410,6 +413,12 @@ TEST(ServeAuth, ApiKeyIsRequiredExceptForHealth) {
   r = c->Get("/v1/models", {{"Authorization", "Bearer sekrit-key"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+  // A refused POST on a kept-alive connection leaves nothing behind for the next request.
+  for (int i = 0; i < 3; ++i) {
+    r = PostJson(*c, "/v1/completions", Completion("Once", 2), {{"Authorization", "Bearer wrong"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+  }
   r = PostJson(*c, "/v1/completions", Completion("Once", 2), {{"Authorization", "Bearer sekrit-key"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);

@@ -7,7 +7,9 @@
 #include <ctime>
 #include <map>
 #include <random>
+#include <iomanip>
 #include <sstream>
+#include <type_traits>
 
 namespace trine::server {
 
@@ -94,7 +96,7 @@ Status Server::Listen(int* port) {
   http_->set_read_timeout(options_.timeout_s, 0);
   http_->set_write_timeout(options_.timeout_s, 0);
   // Every queued or running request holds a connection thread while it waits for its tokens.
-  const size_t threads = static_cast<size_t>(std::max(8, options_.max_waiting + 16 + 8));
+  const size_t threads = static_cast<size_t>(options_.n_parallel + options_.max_waiting + 16);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   *port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
                              : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
@@ -147,13 +149,18 @@ void Server::Shutdown() {
     flight_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return in_flight_ == 0; });
   }
   lock.unlock();
-  // A response's last bytes leave after its handler returns.
+  // A response's last bytes leave after its handler returns; stop() does nothing before the
+  // listening thread runs (a load that failed at once).
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 200 && http_thread_.joinable() && !http_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   http_->stop();
   if (http_thread_.joinable()) http_thread_.join();
   stop_loop_ = true;
   if (scheduler_) scheduler_->Wake();
   if (loop_.joinable()) loop_.join();
+  scheduler_.reset();  // requests it still holds release their exchanges while this is whole
 }
 
 std::shared_ptr<void> Server::EnterFlight() {
@@ -170,44 +177,21 @@ std::shared_ptr<void> Server::EnterFlight() {
 
 void Server::Routes() {
   httplib::Server& s = *http_;
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const auto it = KnownRoutes().find(req.path);
-    if (it == KnownRoutes().end()) return httplib::Server::HandlerResponse::Unhandled;  // 404 below
-    if (req.method != it->second) {
-      res.set_header("Allow", it->second);
-      Error(res, ApiError{405, "method " + req.method + " is not allowed on " + req.path + " (use " + it->second + ")", ""});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    const bool health = req.path == "/health" || req.path == "/v1/health";
-    if (!health && !options_.api_key.empty() && !Authorized(req.get_header_value("Authorization"))) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      Error(res, {401, "invalid or missing API key: send 'Authorization: Bearer <key>'", ""});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!health && req.path != "/metrics" && !ready_) {
-      res.set_header("Retry-After", "1");
-      Error(res, {503, "the model is loading", ""});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.method == "POST") {
-      if (draining_) {
-        Error(res, {503, "the server is shutting down", ""});
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      const std::string type = req.get_header_value("Content-Type");
-      if (type.rfind("application/json", 0) != 0) {
-        Error(res, {400, "the body must be application/json, got Content-Type '" + ValidUtf8(type.substr(0, 80)) + "'",
-                    ""});
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
     std::string message = "HTTP " + std::to_string(res.status);
-    if (res.status == 404) message = "no route for " + req.method + " " + ValidUtf8(req.path.substr(0, 200));
-    if (res.status == 413) message = "the body is larger than " + std::to_string(options_.max_body) + " bytes (--max-body)";
+    const auto route = KnownRoutes().find(req.path);
+    if (res.status == 404 && route != KnownRoutes().end()) {  // a known path, another method
+      res.status = 405;
+      res.set_header("Allow", route->second);
+      message = "method " + req.method + " is not allowed on " + req.path + " (use " + route->second + ")";
+    } else if (res.status == 404) {
+      message = "no route for " + req.method + " " + ValidUtf8(req.path.substr(0, 200));
+    }
+    if (res.status == 413) {
+      message = "the body is larger than " + std::to_string(options_.max_body) + " bytes (--max-body)";
+      res.set_header("Connection", "close");  // the body was not read: the connection cannot go on
+    }
     Error(res, {res.status, message, ""});
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -222,6 +206,36 @@ void Server::Routes() {
     Error(res, {500, "internal error: " + what, ""});
   });
 
+  // Every route but /health checks the key, then (but /metrics) that the model is ready, and POSTs
+  // that the server is not draining and that the body is JSON. In the handler, not in a
+  // pre-routing hook: there the body is not read yet, and an early answer would leave it in the
+  // connection to be parsed as the next request.
+  const auto guard = [this](bool needs_model, httplib::Server::Handler h) {
+    return [this, needs_model, h](const httplib::Request& req, httplib::Response& res) {
+      if (!options_.api_key.empty() && !Authorized(req.get_header_value("Authorization"))) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return Error(res, {401, "invalid or missing API key: send 'Authorization: Bearer <key>'", ""});
+      }
+      if (needs_model && !ready_) {
+        res.set_header("Retry-After", "1");
+        return Error(res, {503, "the model is loading", ""});
+      }
+      if (req.method == "POST") {
+        if (draining_) {
+          res.set_header("Retry-After", "1");
+          return Error(res, {503, "the server is shutting down", ""});
+        }
+        std::string type = req.get_header_value("Content-Type");
+        for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (type.rfind("application/json", 0) != 0) {
+          return Error(res, {400, "the body must be application/json, got Content-Type '" +
+                                      ValidUtf8(req.get_header_value("Content-Type").substr(0, 80)) + "'",
+                             ""});
+        }
+      }
+      h(req, res);
+    };
+  };
   const auto health = [this](const httplib::Request&, httplib::Response& res) {
     if (!ready_ || draining_) {
       res.set_header("Retry-After", "1");
@@ -245,19 +259,20 @@ void Server::Routes() {
                                        {"n_parallel", ctx_->n_seq_max()},
                                        {"chat_template", ChatTemplateName(template_)}}}}})}});
   };
-  s.Get("/v1/models", models);
-  s.Get("/models", models);
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/v1/models", guard(true, models));
+  s.Get("/models", guard(true, models));
+  s.Get("/metrics", guard(false, [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(Metrics(), "text/plain; version=0.0.4");
-  });
+  }));
   const auto chat = [this](const httplib::Request& q, httplib::Response& r) { HandleCompletion(q, r, true); };
   const auto completion = [this](const httplib::Request& q, httplib::Response& r) { HandleCompletion(q, r, false); };
-  s.Post("/v1/chat/completions", chat);
-  s.Post("/chat/completions", chat);
-  s.Post("/v1/completions", completion);
-  s.Post("/completions", completion);
-  s.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleTokenize(q, r); });
-  s.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleDetokenize(q, r); });
+  s.Post("/v1/chat/completions", guard(true, chat));
+  s.Post("/chat/completions", guard(true, chat));
+  s.Post("/v1/completions", guard(true, completion));
+  s.Post("/completions", guard(true, completion));
+  s.Post("/tokenize", guard(true, [this](const httplib::Request& q, httplib::Response& r) { HandleTokenize(q, r); }));
+  s.Post("/detokenize",
+         guard(true, [this](const httplib::Request& q, httplib::Response& r) { HandleDetokenize(q, r); }));
 }
 
 void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res) {
@@ -418,7 +433,8 @@ void Server::Stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res)
         lock.unlock();
         if (done) {
           if (result.reason == FinishReason::kError || result.reason == FinishReason::kCancelled) {
-            const ApiError e{result.reason == FinishReason::kError ? 500 : 503,
+            const bool pool = result.reason == FinishReason::kError && result.error.code() == StatusCode::kOutOfMemory;
+            const ApiError e{result.reason == FinishReason::kError && !pool ? 500 : 503,
                              result.reason == FinishReason::kError ? result.error.message() : "the server is shutting down",
                              ""};
             (e.status >= 500 ? counters_.errors_5xx : counters_.errors_4xx)++;
@@ -451,26 +467,32 @@ void Server::Stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res)
 
 std::string Server::Metrics() const {
   std::ostringstream o;
-  const auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    o << "# HELP trine_" << name << " " << help << "\n# TYPE trine_" << name << " " << type << "\ntrine_" << name << " "
-      << value << "\n";
+  // Counters as integers (a double in the default format would print 1.23457e+06).
+  const auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+    o << "# HELP trine_" << name << " " << help << "\n# TYPE trine_" << name << " " << type << "\ntrine_" << name << " ";
+    if constexpr (std::is_floating_point_v<decltype(value)>) {
+      o << std::fixed << std::setprecision(3) << value;
+    } else {
+      o << static_cast<uint64_t>(value);
+    }
+    o << "\n";
   };
-  metric("requests_total", "counter", "Completion requests answered.", static_cast<double>(counters_.requests.load()));
+  metric("requests_total", "counter", "Completion requests answered.", counters_.requests.load());
   metric("requests_rejected_busy_total", "counter", "Requests refused with 503 because the queue was full.",
-         static_cast<double>(counters_.rejected_busy.load()));
+         counters_.rejected_busy.load());
   metric("requests_cancelled_total", "counter", "Requests whose client left before the end.",
-         static_cast<double>(counters_.cancelled.load()));
-  metric("errors_4xx_total", "counter", "Client errors answered.", static_cast<double>(counters_.errors_4xx.load()));
-  metric("errors_5xx_total", "counter", "Server errors answered.", static_cast<double>(counters_.errors_5xx.load()));
-  if (scheduler_) {
+         counters_.cancelled.load());
+  metric("errors_4xx_total", "counter", "Client errors answered.", counters_.errors_4xx.load());
+  metric("errors_5xx_total", "counter", "Server errors answered.", counters_.errors_5xx.load());
+  if (ready_) {  // scheduler_ is set before ready_ and never changes while serving
     const SchedulerStats s = scheduler_->stats();
-    metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", static_cast<double>(s.prompt_tokens));
+    metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", s.prompt_tokens);
     metric("prompt_tokens_cached_total", "counter", "Prompt tokens reused from cached or running sequences.",
-           static_cast<double>(s.cached_tokens));
-    metric("generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
+           s.cached_tokens);
+    metric("generated_tokens_total", "counter", "Tokens generated.", s.generated_tokens);
     metric("tokens_per_second", "gauge", "Prompt and generated tokens per second of forward-pass time.",
            s.busy_seconds > 0 ? static_cast<double>(s.prompt_tokens + s.generated_tokens) / s.busy_seconds : 0.0);
-    metric("steps_total", "counter", "Forward passes run.", static_cast<double>(s.steps));
+    metric("steps_total", "counter", "Forward passes run.", s.steps);
     metric("queue_depth", "gauge", "Requests waiting for a sequence.", s.waiting);
     metric("busy_slots", "gauge", "Sequences running a request.", s.running);
     metric("slots", "gauge", "Sequences (-np).", scheduler_->n_seq_max());

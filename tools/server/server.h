@@ -36,6 +36,7 @@ struct ServerOptions {
   size_t max_body = 1 << 20;   // bytes; larger bodies get 413
   int timeout_s = 600;         // read/write timeout of a connection
   int max_waiting = 64;        // requests queued beyond the busy sequences; more get 503
+  int n_parallel = 4;          // sequences (-np): with max_waiting, sizes the connection threads
   int drain_s = 30;            // on SIGTERM: how long in-flight requests may finish
   std::optional<ChatTemplate> chat_template;  // forced (--chat-template)
   SamplerParams sampling;      // defaults for fields a request leaves out
@@ -87,14 +88,15 @@ class Server {
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatTemplate template_ = ChatTemplate::kChatml;
   std::string bos_text_;
+  // Before scheduler_: exchanges it holds count themselves out of flight when they go.
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  int in_flight_ = 0;
   std::unique_ptr<Scheduler> scheduler_;
   std::thread loop_;
   std::atomic<bool> stop_loop_{false};
   std::mutex active_mu_;
   std::unordered_set<uint64_t> active_;  // scheduler ids of requests in flight
-  std::mutex flight_mu_;
-  std::condition_variable flight_cv_;
-  int in_flight_ = 0;
   Counters counters_;
   int64_t started_ = 0;
 };
