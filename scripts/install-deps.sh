@@ -11,6 +11,7 @@ PACKAGES=(
   libdnnl-dev libxsimd-dev libomp-dev
   libcxxopts-dev nlohmann-json3-dev libpcre2-dev
   libcpp-httplib-dev  # trine serve's HTTP (what llama-server uses)
+  libedit-dev  # trine chat's line editing and history
 )
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -122,4 +122,21 @@ std::string TokenPieceApi(const trine_model* model, trine_token token) {
   return m >= 0 ? piece : "";
 }
 
+void PrintTimings(double load_ms, double prompt_ms, int n_prompt, double gen_ms, int n_gen, double total_ms,
+                  int n_threads) {
+  std::fprintf(stderr, "\ntrine: load time        = %10.2f ms\n", load_ms);
+  if (n_prompt > 0) {
+    std::fprintf(stderr,
+                 "trine: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
+                 prompt_ms, n_prompt, prompt_ms / n_prompt, n_prompt * 1000.0 / prompt_ms);
+  }
+  if (n_gen > 0) {
+    std::fprintf(stderr,
+                 "trine:        eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
+                 gen_ms, n_gen, gen_ms / n_gen, n_gen * 1000.0 / gen_ms);
+  }
+  std::fprintf(stderr, "trine:       total time = %10.2f ms / %5d tokens, %d threads\n", total_ms, n_prompt + n_gen,
+               n_threads);
+}
+
 }  // namespace trine::cli

@@ -46,4 +46,9 @@ Status TokenizeApi(const trine_model* model, const std::string& text, bool add_s
 // trine_token_to_piece of a generated token (control tokens give "").
 std::string TokenPieceApi(const trine_model* model, trine_token token);
 
+// llama.cpp's closing timings on stderr: load, prompt eval and eval (ms, tokens, ms per token,
+// tokens per second; a line is left out when it has no tokens), total.
+void PrintTimings(double load_ms, double prompt_ms, int n_prompt, double gen_ms, int n_gen, double total_ms,
+                  int n_threads);
+
 }  // namespace trine::cli

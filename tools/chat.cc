@@ -1,11 +1,14 @@
 // `trine chat`: interactive multi-turn chat with the model's template. The conversation lives in
-// the KV cache; each turn appends only its own tokens. Ctrl-C stops the current reply (or quits
-// at the prompt), Ctrl-D quits. Runs the model through the C API (include/trine/trine.h).
+// the KV cache; each turn appends only its own tokens. Input has line editing and history on a
+// terminal (line_reader.h); a turn may span lines ('\' at a line's end, or a """ block); /clear
+// starts over, /exit quits. Ctrl-C stops the current reply (or quits at the prompt), Ctrl-D quits;
+// the timings print on the way out. Runs the model through the C API (include/trine/trine.h).
 #include <cxxopts.hpp>
 
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +17,7 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "line_reader.h"
 #include "model_options.h"
 #include "trine/trine.h"
 
@@ -24,9 +28,20 @@ std::atomic<bool> g_interrupted{false};
 
 void OnSigint(int) { g_interrupted.store(true); }
 
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Tokens evaluated and the time they took, for the timings at exit.
+struct Timings {
+  double prompt_ms = 0, gen_ms = 0;
+  int n_prompt = 0, n_gen = 0;
+};
+
 // Tokenizes `text` (special tokens recognised) and evaluates it; an error when the context is full.
 Status Feed(trine_context* ctx, const trine_model* model, const std::string& text, bool add_bos,
-            trine_sampler* sampler) {
+            trine_sampler* sampler, Timings* timings) {
+  const auto t0 = Clock::now();
   std::vector<trine_token> ids;
   TRINE_RETURN_IF_ERROR(TokenizeApi(model, text, add_bos, true, &ids));
   if (ids.empty()) return Status::Ok();
@@ -39,6 +54,8 @@ Status Feed(trine_context* ctx, const trine_model* model, const std::string& tex
   if (trine_context_decode(ctx, ids.data(), static_cast<int32_t>(ids.size()), false) != TRINE_OK) {
     return LastApiError();
   }
+  timings->prompt_ms += MsSince(t0);
+  timings->n_prompt += static_cast<int>(ids.size());
   return Status::Ok();
 }
 
@@ -136,30 +153,49 @@ int RunChat(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);  // no SA_RESTART: a blocked read returns on Ctrl-C
 
-  std::fprintf(stderr, "trine chat: %s, template %s, context %d. Ctrl-C stops a reply, Ctrl-D quits.\n",
+  std::fprintf(stderr,
+               "trine chat: %s, template %s, context %d. End a line with \\ or wrap lines in \"\"\" for more "
+               "than one line; /clear starts over, /exit quits. Ctrl-C stops a reply, Ctrl-D quits.\n",
                path.c_str(), tmpl, n_ctx);
   // Message texts live in `texts` (a deque keeps them in place); `messages` points into it.
   std::deque<std::string> texts;
   std::vector<trine_chat_message> messages;
   const std::string system = a["system-prompt"].as<std::string>();
-  if (!system.empty()) messages.push_back({"system", texts.emplace_back(system).c_str()});
+  const auto start_over = [&] {
+    texts.clear();
+    messages.clear();
+    if (!system.empty()) messages.push_back({"system", texts.emplace_back(system).c_str()});
+  };
+  start_over();
   size_t rendered = 0;
+  Timings timings;
+  const auto t_start = Clock::now();
+  LineReader reader;
   std::string line;
   while (true) {
-    std::printf("\n> ");
-    std::fflush(stdout);
+    if (!reader.interactive()) std::printf("\n");
     g_interrupted.store(false);
-    if (!std::getline(std::cin, line)) break;  // Ctrl-D, end of input, or Ctrl-C at the prompt
+    if (!reader.ReadTurn(reader.interactive() ? "\n> " : "> ", &line)) break;  // Ctrl-D, end of input, Ctrl-C
     if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/clear") {
+      if (trine_context_kv_clear(ctx.get()) != TRINE_OK) return Fail(LastApiError());
+      trine_sampler_reset(sampler.get());
+      start_over();
+      rendered = 0;
+      std::printf("[conversation cleared]\n");
+      continue;
+    }
     messages.push_back({"user", texts.emplace_back(line).c_str()});
     std::string text;
     st = RenderTail(model.get(), tmpl, messages, rendered, true, &text);
     if (!st.ok()) return Fail(st);
-    st = Feed(ctx.get(), model.get(), text, rendered == 0 && !bos_in_text && add_bos, sampler.get());
+    st = Feed(ctx.get(), model.get(), text, rendered == 0 && !bos_in_text && add_bos, sampler.get(), &timings);
     if (!st.ok()) return Fail(st);
     rendered = messages.size();
 
     std::string reply;
+    const auto t_gen = Clock::now();
     for (int i = 0; i < n_predict && !g_interrupted.load(); ++i) {
       const trine_token next = trine_sampler_sample(sampler.get(), ctx.get(), 0);
       if (next < 0) return Fail(LastApiError());
@@ -171,15 +207,20 @@ int RunChat(int argc, char** argv) {
       std::fflush(stdout);
       if (trine_context_n_past(ctx.get()) >= n_ctx) return Fail("the context is full (start again with a larger -c)");
       if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
+      ++timings.n_gen;
     }
+    timings.gen_ms += MsSince(t_gen);
     if (g_interrupted.load()) std::fprintf(stderr, " [stopped]");
+    std::printf("\n");
     // Close the assistant turn in the cache so the next turn follows the template.
-    st = Feed(ctx.get(), model.get(), end_of_turn, false, sampler.get());
+    st = Feed(ctx.get(), model.get(), end_of_turn, false, sampler.get(), &timings);
     if (!st.ok()) return Fail(st);
     messages.push_back({"assistant", texts.emplace_back(reply).c_str()});
     rendered = messages.size();
   }
   std::printf("\n");
+  PrintTimings(load_ms, timings.prompt_ms, timings.n_prompt, timings.gen_ms, timings.n_gen, MsSince(t_start) + load_ms,
+               trine_context_n_threads(ctx.get()));
   return kExitOk;
 }
 

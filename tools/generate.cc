@@ -170,16 +170,8 @@ int RunGenerate(int argc, char** argv) {
     return kExitOk;
   }
   std::printf("\n");
-  std::fprintf(stderr, "\ntrine: load time        = %10.2f ms\n", load_ms);
-  std::fprintf(stderr, "trine: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
-               prompt_ms, static_cast<int>(ids.size()), prompt_ms / n_prompt, n_prompt * 1000.0 / prompt_ms);
-  if (n_gen > 0) {
-    std::fprintf(stderr,
-                 "trine:        eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)\n",
-                 gen_ms, static_cast<int>(out.size()), gen_ms / n_gen, n_gen * 1000.0 / gen_ms);
-  }
-  std::fprintf(stderr, "trine:       total time = %10.2f ms / %5d tokens, %d threads\n", MsSince(t_load0),
-               static_cast<int>(ids.size() + out.size()), trine_context_n_threads(ctx.get()));
+  PrintTimings(load_ms, prompt_ms, static_cast<int>(ids.size()), gen_ms, static_cast<int>(out.size()), MsSince(t_load0),
+               trine_context_n_threads(ctx.get()));
   return kExitOk;
 }
 

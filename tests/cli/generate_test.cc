@@ -267,6 +267,34 @@ TEST(Chat, TwoTurnsThenEof) {
   EXPECT_GE(n, 3u) << out;
 }
 
+// The replies of a chat fed `input` (the text between each "> " prompt and the next).
+std::vector<std::string> ChatReplies(const std::string& input, std::string* err) {
+  std::string out;
+  EXPECT_EQ(RunTrineWithInput("chat --chat-template chatml -n 10 --temp 0", input, &out, err), 0) << *err;
+  std::vector<std::string> replies;
+  for (size_t at = out.find("> "); at != std::string::npos;) {
+    const size_t next = out.find("\n> ", at + 2);
+    replies.push_back(out.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2));
+    at = next == std::string::npos ? next : next + 1;
+  }
+  return replies;
+}
+
+// A turn spans lines with a trailing '\\' or inside a """ block (the same text either way);
+// /clear starts a fresh conversation (the first turn's reply again); /exit stops reading; the
+// timings print on the way out.
+TEST(Chat, MultiLineTurnsClearAndExit) {
+  std::string err;
+  const auto replies = ChatReplies("Tell me\\\nabout a cat.\n/clear\n\"\"\"\nTell me\nabout a cat.\n\"\"\"\n/exit\nnot read\n",
+                                   &err);
+  ASSERT_EQ(replies.size(), 4u);  // two answered turns, the /clear line, the /exit prompt
+  EXPECT_NE(replies[1].find("[conversation cleared]"), std::string::npos) << replies[1];
+  EXPECT_FALSE(replies[0].empty());
+  EXPECT_EQ(replies[2], replies[0]);
+  EXPECT_NE(err.find("prompt eval time"), std::string::npos) << err;
+  EXPECT_NE(err.find("eval time"), std::string::npos) << err;
+}
+
 TEST(Chat, UnknownTemplateIsAnError) {
   std::string out, err;
   EXPECT_EQ(RunTrineWithInput("chat --chat-template vicuna", "hi\n", &out, &err), 1);

@@ -725,7 +725,7 @@ TEST(ProfileCli, CacheHitMissAndPlanErrors) {
   }
   ASSERT_EQ(testing::RunTrine("report " + report, &out, &err), 0) << err;
   EXPECT_NE(out.find("blk.0"), std::string::npos);
-  EXPECT_EQ(testing::RunTrine("report", &out, &err), 1);
+  EXPECT_EQ(testing::RunTrine("report", &out, &err), 2);  // no DIR: bad usage
   EXPECT_EQ(testing::RunTrine("profile -m " + model + " --mem-budget lots", &out, &err), 1);
   // --json: the plan on stdout, nothing on stderr.
   ASSERT_EQ(testing::RunTrine("profile -m " + model + " -n 2 -t 1 --json", &out, &err), 0) << err;

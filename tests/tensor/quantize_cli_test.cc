@@ -290,14 +290,14 @@ TEST(QuantizeCli, I2SRefusedOutsideBitnetCppFiles) {
 TEST(QuantizeCli, BadInputAndUsage) {
   const std::string in = Q(ModelPath("bitnet-tiny-stories-f32.gguf"));
   const std::string out = Q(TempPath("bad.gguf"));
-  Quantize("", 1);
-  Quantize(in + " " + out, 1);
+  Quantize("", 2);  // bad usage
+  Quantize(in + " " + out, 2);  // bad usage
   Quantize(in + " " + out + " q5_0", 1);
   Quantize(in + " " + out + " tq2_0 --token-embedding-type q9", 1);
   Quantize(in + " " + out + " tq2_0 --output-tensor-type q8_K", 1);
   Quantize(in + " " + out + " tq2_0 0", 1);
-  Quantize(in + " " + out + " tq2_0 4 extra", 1);
-  Quantize(in + " " + out + " tq2_0 --no-such-flag", 1);
+  Quantize(in + " " + out + " tq2_0 4 extra", 2);  // bad usage
+  Quantize(in + " " + out + " tq2_0 --no-such-flag", 2);  // bad usage
   const std::string missing = Quantize(Q(TempPath("does-not-exist.gguf")) + " " + out + " tq2_0", 1);
   EXPECT_EQ(missing.rfind("error: ", 0), 0u) << missing;
   Quantize(in + " " + in + " tq2_0", 1);  // would overwrite the input

@@ -88,15 +88,16 @@ TEST(TokenizeCli, Escapes) {
   EXPECT_NE(std::find(with.begin(), with.end(), 3 + 0x0A), with.end());  // <0x0A>
 }
 
+// Bad usage (a missing or conflicting flag, an unknown option) exits 2; bad input 1.
 TEST(TokenizeCli, ExitCodes) {
   std::string out, err;
   const std::string model = ModelPath(kSpmFile);
-  EXPECT_EQ(RunTrine("tokenize -p hi", &out, &err), 1) << "missing -m";
+  EXPECT_EQ(RunTrine("tokenize -p hi", &out, &err), 2) << "missing -m";
   EXPECT_NE(err.find("error:"), std::string::npos);
-  EXPECT_EQ(RunTrine("tokenize -m '" + model + "'", &out, &err), 1) << "no text";
-  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a -f /dev/null", &out, &err), 1) << "two texts";
-  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a --ids --json", &out, &err), 1);
-  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a --bogus", &out, &err), 1);
+  EXPECT_EQ(RunTrine("tokenize -m '" + model + "'", &out, &err), 2) << "no text";
+  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a -f /dev/null", &out, &err), 2) << "two texts";
+  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a --ids --json", &out, &err), 2);
+  EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -p a --bogus", &out, &err), 2);
   EXPECT_EQ(RunTrine("tokenize -m /nonexistent.gguf -p a", &out, &err), 1);
   EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
   EXPECT_EQ(RunTrine("tokenize -m '" + model + "' -f /nonexistent.txt", &out, &err), 1);
