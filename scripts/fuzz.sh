@@ -28,7 +28,7 @@ run_one() {
     -artifact_prefix="$work/artifacts/" "$work/corpus" "tests/fuzz/corpus/$t" >"$work/log" 2>&1
 }
 
-targets=(gguf_reader model_api tokenizer chat_template plan_json)
+targets=(gguf_reader model_api tokenizer chat_template plan_json openai_request)
 status=0
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   pids=()

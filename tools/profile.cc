@@ -233,10 +233,10 @@ int RunProfile(int argc, char** argv) {
   }
   if (a.count("report")) {
     // Measured speed of the plan as applied, and of all fp32, with short decodes.
-    if (show_progress) std::fprintf(stderr, "report: measuring decode speed\n");
     const KvType plan_kv = profiler::PlanKvType(plan);
-    // The best of 3 runs of 64 single-token decodes (noise from other processes is one-sided).
-    auto best_tok_s = [&](KvType kv, double* out, double* cpu_out) {
+    // The best of 3 runs of 64 single-token decodes (noise from other processes is one-sided), a
+    // progress line per run (a run of a large model takes seconds).
+    auto best_tok_s = [&](const char* what, KvType kv, double* out, double* cpu_out) {
       *out = 0;
       if (cpu_out != nullptr) *cpu_out = 0;
       for (int rep = 0; rep < 3; ++rep) {
@@ -244,10 +244,20 @@ int RunProfile(int argc, char** argv) {
         TRINE_RETURN_IF_ERROR(profiler::MeasureDecodeSpeed(*model, cp.n_threads, kv, 64, &t, &c));
         *out = std::max(*out, t);
         if (cpu_out != nullptr) *cpu_out = std::max(*cpu_out, c);
+        if (show_progress) std::fprintf(stderr, "report: decode speed of %s, run %d/3: %.1f tok/s\n", what, rep + 1, t);
       }
       return Status::Ok();
     };
-    st = best_tok_s(plan_kv, &plan.measured_tok_s, &plan.measured_tok_s_cpu);
+    st = best_tok_s("the plan", plan_kv, &plan.measured_tok_s, &plan.measured_tok_s_cpu);
+    if (!st.ok()) return Fail(st);
+    // All int8: every unit's activations in int8, the file's head, the profile's KV type.
+    const KvType base_kv = plan.key.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
+    st = model->SetOutputType(model->output_file_type());
+    if (!st.ok()) return Fail(st);
+    for (const auto& u : plan.units) {
+      for (const auto& t : u.tensors) (void)model->SetF32Activations(t, false);
+    }
+    st = best_tok_s("all int8", base_kv, &plan.measured_tok_s_int8, nullptr);
     if (!st.ok()) return Fail(st);
     // All fp32: the file's head, fp32 activations, an F16 cache (the profile's baseline).
     st = model->SetOutputType(model->output_file_type());
@@ -255,11 +265,10 @@ int RunProfile(int argc, char** argv) {
     for (const auto& u : plan.units) {
       for (const auto& t : u.tensors) (void)model->SetF32Activations(t, true);
     }
-    const KvType base_kv = plan.key.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
     const bool baseline = a.count("no-baseline") == 0;
     plan.measured_tok_s_fp32 = -1;
     if (baseline) {
-      st = best_tok_s(base_kv, &plan.measured_tok_s_fp32, nullptr);
+      st = best_tok_s("all fp32", base_kv, &plan.measured_tok_s_fp32, nullptr);
       if (!st.ok()) return Fail(st);
     }
     if (a.count("ppl-text")) {
@@ -276,11 +285,13 @@ int RunProfile(int argc, char** argv) {
       const int windows = a["ppl-windows"].as<int>();
       if (n_ctx < 4) return Fail("--ppl-ctx must be >= 4");
       if (baseline) {
+        if (show_progress) std::fprintf(stderr, "report: perplexity of all fp32 (%d windows of %d)\n", windows, n_ctx);
         st = WindowPerplexity(*model, ids, n_ctx, windows, cp.n_threads, base_kv, &plan.ppl_fp32);
         if (!st.ok()) return Fail(st);
       }
       st = profiler::ApplyPlan(plan, model.get(), false, nullptr);
       if (!st.ok()) return Fail(st);
+      if (show_progress) std::fprintf(stderr, "report: perplexity of the plan (%d windows of %d)\n", windows, n_ctx);
       st = WindowPerplexity(*model, ids, n_ctx, windows, cp.n_threads, plan_kv, &plan.ppl_plan);
       if (!st.ok()) return Fail(st);
     }

@@ -120,6 +120,7 @@ json PlanToJson(const Plan& p) {
   if (p.measured_tok_s >= 0) {
     j["measured"] = {{"tok_s", p.measured_tok_s},
                      {"tok_s_all_fp32", p.measured_tok_s_fp32},
+                     {"tok_s_all_int8", p.measured_tok_s_int8},
                      {"tok_s_cpu", p.measured_tok_s_cpu},
                      {"ppl_plan", p.ppl_plan},
                      {"ppl_fp32", p.ppl_fp32}};
@@ -247,6 +248,7 @@ Status PlanFromJson(const json& j, const std::string& what, Plan* out) {
     if (j.contains("measured")) {
       p.measured_tok_s = j["measured"].value("tok_s", -1.0);
       p.measured_tok_s_fp32 = j["measured"].value("tok_s_all_fp32", -1.0);
+      p.measured_tok_s_int8 = j["measured"].value("tok_s_all_int8", -1.0);
       p.measured_tok_s_cpu = j["measured"].value("tok_s_cpu", -1.0);
       p.ppl_plan = j["measured"].value("ppl_plan", -1.0);
       p.ppl_fp32 = j["measured"].value("ppl_fp32", -1.0);

@@ -138,7 +138,7 @@ struct Plan {
   int samples = 0, tokens_per_sample = 0;
   double profile_seconds = 0, kl_all_int8 = 0, kl_all_fp32 = 0, kl_plan = -1;
   double spearman = 0, topk_overlap = 0;
-  double measured_tok_s = -1, measured_tok_s_fp32 = -1, measured_tok_s_cpu = -1;
+  double measured_tok_s = -1, measured_tok_s_fp32 = -1, measured_tok_s_int8 = -1, measured_tok_s_cpu = -1;
   double ppl_plan = -1, ppl_fp32 = -1;  // with --ppl-text
 };
 

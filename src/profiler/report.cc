@@ -34,7 +34,12 @@ std::string Esc(const std::string& s) {
 
 std::string Mib(uint64_t b) { return Fmt("%.2f MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
 
-// Horizontal grouped bar chart: one row per label, one bar per series (values scaled per series).
+// "n/a" where nothing was measured (the plan's -1), else the value.
+std::string OrNa(double v, const char* fmt) { return v < 0 ? "n/a" : Fmt(fmt, v); }
+
+// Horizontal grouped bar chart: one row per label, one bar per series, every bar on the chart's
+// one scale (its largest value), so bars compare across series. Values not measured (< 0) get
+// no bar and "n/a".
 std::string BarChart(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
                      const std::vector<std::pair<std::string, std::vector<double>>>& series, const char* fmt) {
   const char* colors[] = {"#3b6fb6", "#e08a2c", "#4a9b5a", "#b64a4a"};
@@ -44,17 +49,20 @@ std::string BarChart(const std::string& id, const std::string& title, const std:
   o << "<svg id=\"" << id << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" role=\"img\"><title>" << Esc(title) << "</title>";
   o << "<text x=\"4\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" << Esc(title) << "</text>";
+  double mx = 0;
+  for (const auto& s : series) {
+    for (double v : s.second) mx = std::max(mx, v);
+  }
+  if (mx <= 0) mx = 1;
   for (size_t s = 0; s < series.size(); ++s) {
-    double mx = 0;
-    for (double v : series[s].second) mx = std::max(mx, v);
-    if (mx <= 0) mx = 1;
     for (size_t i = 0; i < labels.size(); ++i) {
-      const double v = i < series[s].second.size() ? series[s].second[i] : 0;
+      const double v = i < series[s].second.size() ? series[s].second[i] : -1;
       const int y = 26 + row_h * static_cast<int>(i) + 14 * static_cast<int>(s);
-      const int w = std::max(1, static_cast<int>(bar_w * std::max(0.0, v) / mx));
-      o << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"12\" fill=\"" << colors[s % 4]
-        << "\" data-value=\"" << Fmt("%.9g", v) << "\"/>";
-      o << "<text x=\"" << left + w + 4 << "\" y=\"" << y + 10 << "\" font-size=\"10\">" << Fmt(fmt, v) << "</text>";
+      const double w = v < 0 ? 0.0 : bar_w * v / mx;
+      o << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << Fmt("%.3f", w) << "\" height=\"12\" fill=\""
+        << colors[s % 4] << "\" data-value=\"" << (v < 0 ? std::string("n/a") : Fmt("%.9g", v)) << "\"/>";
+      o << "<text x=\"" << left + static_cast<int>(w) + 4 << "\" y=\"" << y + 10 << "\" font-size=\"10\">" << OrNa(v, fmt)
+        << "</text>";
       if (s == 0) o << "<text x=\"4\" y=\"" << y + 10 << "\" font-size=\"11\">" << Esc(labels[i]) << "</text>";
     }
   }
@@ -76,7 +84,11 @@ std::string MemoryChart(const PlanMemory& m) {
   const char* colors[] = {"#3b6fb6", "#e08a2c", "#4a9b5a", "#8a5ab6"};
   uint64_t total = 0;
   for (const auto& p : parts) total += p.second;
-  const double scale_max = static_cast<double>(std::max<uint64_t>(std::max(total, m.budget), 1));
+  // Scaled to the parts when the budget is far larger (else they would be a sliver): the budget
+  // line is then off the bar, and its label says so.
+  const bool budget_on_scale = m.budget > 0 && m.budget <= 2 * std::max<uint64_t>(total, 1);
+  const double scale_max =
+      static_cast<double>(std::max<uint64_t>(budget_on_scale ? std::max(total, m.budget) : total, 1));
   const int width = 520, bar = 480;
   std::ostringstream o;
   o << "<svg id=\"memory-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
@@ -92,10 +104,18 @@ std::string MemoryChart(const PlanMemory& m) {
       << Mib(parts[i].second) << "</text>";
     x += w;
   }
-  const double bx = 10 + bar * static_cast<double>(m.budget) / scale_max;
-  o << "<line x1=\"" << Fmt("%.2f", bx) << "\" y1=\"24\" x2=\"" << Fmt("%.2f", bx)
-    << "\" y2=\"66\" stroke=\"#c00\" stroke-width=\"2\"/><text x=\"" << Fmt("%.2f", std::max(10.0, bx - 120))
-    << "\" y=\"80\" font-size=\"10\" fill=\"#c00\">budget " << Mib(m.budget) << "</text>";
+  if (budget_on_scale) {
+    const double bx = 10 + bar * static_cast<double>(m.budget) / scale_max;
+    o << "<line id=\"budget-line\" x1=\"" << Fmt("%.2f", bx) << "\" y1=\"24\" x2=\"" << Fmt("%.2f", bx)
+      << "\" y2=\"66\" stroke=\"#c00\" stroke-width=\"2\"/><text x=\"" << Fmt("%.2f", std::max(10.0, bx - 120))
+      << "\" y=\"80\" font-size=\"10\" fill=\"#c00\">budget " << Mib(m.budget) << "</text>";
+  } else {
+    o << "<text x=\"10\" y=\"80\" font-size=\"10\" fill=\"#c00\">"
+      << (m.budget == 0 ? std::string("no budget given")
+                        : "budget " + Mib(m.budget) + ": " + Fmt("%.1f", static_cast<double>(m.budget) / std::max<double>(1, static_cast<double>(total))) +
+                              "x the total, off this scale")
+      << "</text>";
+  }
   o << "</svg>\n";
   return o.str();
 }
@@ -126,8 +146,10 @@ std::string ReportHtml(const Plan& p) {
        "uses int8 activations, vs all fp32) beside MCAP's activation-norm proxy (mean |x| of the unit input). "
        "Split-half ranking agreement: Spearman "
     << Fmt("%.3f", p.spearman) << ", top-k overlap " << Fmt("%.2f", p.topk_overlap) << ".</p>\n";
-  o << BarChart("importance-chart", "Importance per unit", labels, {{"KL (int8 only here)", kl}, {"mean |x| (MCAP)", norm}},
-                "%.3g");
+  // KL and mean |x| have different units: a chart each, each on its own scale.
+  o << BarChart("importance-chart", "Measured sensitivity: KL with int8 activations only in this unit", labels,
+                {{"KL (int8 only here)", kl}}, "%.3g");
+  o << BarChart("norm-chart", "MCAP's proxy: mean |x| of the unit's input", labels, {{"mean |x| (MCAP)", norm}}, "%.3g");
   o << BarChart("time-chart", "Time per decoded token (ms)", labels, {{"fp32 activations", ms32}, {"int8 activations", ms8}},
                 "%.3f");
   o << "<h2>Plan</h2>\n<table id=\"plan-table\">\n<tr><th class=\"l\">unit</th><th>KL int8</th><th>mean |x|</th><th>ms "
@@ -174,17 +196,16 @@ std::string ReportHtml(const Plan& p) {
   o << "<h2>Speed and quality</h2>\n";
   std::vector<std::string> sl = {"all fp32", "all int8", "plan"};
   std::vector<double> pred = {p.pred_tok_s_fp32, p.pred_tok_s_int8, p.pred_tok_s};
-  std::vector<double> meas = {p.measured_tok_s_fp32 > 0 ? p.measured_tok_s_fp32 : 0, 0,
-                              p.measured_tok_s > 0 ? p.measured_tok_s : 0};
+  std::vector<double> meas = {p.measured_tok_s_fp32, p.measured_tok_s_int8, p.measured_tok_s};
   o << BarChart("speed-chart", "Decode tok/s: predicted vs measured", sl, {{"predicted", pred}, {"measured", meas}},
                 "%.1f");
   o << "<table id=\"quality-table\"><tr><th class=\"l\">quality</th><th>KL</th></tr>\n"
     << "<tr><td class=\"l\">plan (predicted, sum of units)</td><td>" << Fmt("%.6f", p.pred_kl) << "</td></tr>\n"
-    << "<tr><td class=\"l\">plan (measured)</td><td>" << Fmt("%.6f", p.kl_plan) << "</td></tr>\n"
-    << "<tr><td class=\"l\">all int8 (measured)</td><td>" << Fmt("%.6f", p.kl_all_int8) << "</td></tr>\n"
-    << "<tr><td class=\"l\">all fp32 re-run (measured)</td><td>" << Fmt("%.6f", p.kl_all_fp32) << "</td></tr>\n"
-    << "<tr><td class=\"l\">perplexity plan / all fp32 (first windows of --ppl-text; -1 = not given)</td><td>"
-    << Fmt("%.4f", p.ppl_plan) << " / " << Fmt("%.4f", p.ppl_fp32) << "</td></tr>\n"
+    << "<tr><td class=\"l\">plan (measured)</td><td>" << OrNa(p.kl_plan, "%.6f") << "</td></tr>\n"
+    << "<tr><td class=\"l\">all int8 (measured)</td><td>" << OrNa(p.kl_all_int8, "%.6f") << "</td></tr>\n"
+    << "<tr><td class=\"l\">all fp32 re-run (measured)</td><td>" << OrNa(p.kl_all_fp32, "%.6f") << "</td></tr>\n"
+    << "<tr><td class=\"l\">perplexity plan / all fp32 (first windows of --ppl-text)</td><td>"
+    << OrNa(p.ppl_plan, "%.4f") << " / " << OrNa(p.ppl_fp32, "%.4f") << "</td></tr>\n"
     << "<tr><td class=\"l\">budget --max-kl</td><td>" << Fmt("%.6f", p.key.max_kl) << "</td></tr>\n</table>\n";
   o << "</body>\n</html>\n";
   return o.str();

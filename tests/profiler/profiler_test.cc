@@ -480,21 +480,26 @@ TEST(Report, RoundTripAndWellFormedHtml) {
     }
   }
   EXPECT_TRUE(stack.empty());
-  EXPECT_EQ(svgs, 4u);
-  // The importance chart's bars carry the JSON's numbers: KL per unit, then activation norms.
-  {
-    const size_t a = html.find("<svg id=\"importance-chart\"");
-    const size_t b = html.find("</svg>", a);
-    ASSERT_NE(a, std::string::npos);
+  EXPECT_EQ(svgs, 5u);  // importance, norms, time, memory, speed
+  // The importance and norm charts' bars carry the JSON's numbers: KL per unit, activation norms.
+  const auto chart_values = [&](const char* id) {
     std::vector<double> values;
+    const size_t a = html.find(std::string("<svg id=\"") + id + "\"");
+    if (a == std::string::npos) return values;
+    const size_t b = html.find("</svg>", a);
     for (size_t i = html.find("data-value=\"", a); i < b; i = html.find("data-value=\"", i + 1)) {
       values.push_back(std::strtod(html.c_str() + i + 12, nullptr));
     }
+    return values;
+  };
+  {
     const nlohmann::json j = PlanToJson(*plan_);
-    ASSERT_EQ(values.size(), 2 * j["layers"].size());
+    const std::vector<double> kl = chart_values("importance-chart"), norm = chart_values("norm-chart");
+    ASSERT_EQ(kl.size(), j["layers"].size());
+    ASSERT_EQ(norm.size(), j["layers"].size());
     for (size_t u = 0; u < j["layers"].size(); ++u) {
-      EXPECT_NEAR(values[u], j["layers"][u]["kl_int8"].get<double>(), 1e-9);
-      EXPECT_NEAR(values[j["layers"].size() + u], j["layers"][u]["act_norm"].get<double>(), 1e-8);
+      EXPECT_NEAR(kl[u], j["layers"][u]["kl_int8"].get<double>(), 1e-9);
+      EXPECT_NEAR(norm[u], j["layers"][u]["act_norm"].get<double>(), 1e-8);
     }
   }
   EXPECT_NE(html.find("m&lt;&amp;&gt;.gguf"), std::string::npos);

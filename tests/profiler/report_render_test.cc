@@ -182,6 +182,7 @@ Plan ReportPlan() {
   p.topk_overlap = 1;
   p.measured_tok_s = 321.5;
   p.measured_tok_s_fp32 = 98.25;
+  p.measured_tok_s_int8 = 240.75;
   p.ppl_plan = 14.79;
   p.ppl_fp32 = 14.78;
   return p;
@@ -197,6 +198,29 @@ std::vector<double> SvgValues(const std::string& dom, const std::string& id) {
     v.push_back(std::strtod(dom.c_str() + i + 12, nullptr));
   }
   return v;
+}
+
+// The drawn widths of the bars (rects with a data-value) inside <svg id="id"> of a DOM dump.
+std::vector<double> SvgWidths(const std::string& dom, const std::string& id) {
+  std::vector<double> w;
+  const size_t a = dom.find("<svg id=\"" + id + "\"");
+  if (a == std::string::npos) return w;
+  const std::string svg = dom.substr(a, dom.find("</svg>", a) - a);
+  static const std::regex kBar(R"re(<rect[^>]*width="([0-9.]+)"[^>]*data-value=)re");
+  for (std::sregex_iterator r(svg.begin(), svg.end(), kBar), e; r != e; ++r) w.push_back(std::stod((*r)[1].str()));
+  return w;
+}
+
+// Every pair of bars of a chart is drawn in the order of its numbers: one scale for the chart.
+void ExpectWidthsFollowValues(const std::vector<double>& widths, const std::vector<double>& values, const char* chart) {
+  ASSERT_EQ(widths.size(), values.size()) << chart;
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t k = 0; k < values.size(); ++k) {
+      if (values[i] > values[k] * 1.01) {
+        EXPECT_GT(widths[i], widths[k]) << chart << " bars " << i << ", " << k;
+      }
+    }
+  }
 }
 
 // The cell texts of each row of <table id="id"> of a DOM dump (header row included).
@@ -272,12 +296,14 @@ TEST(ReportRender, HeadlessChromiumDrawsItAndShowsTheJsonNumbers) {
   ASSERT_EQ(U, 5u);
   auto rel_eq = [](double a, double b) { return std::fabs(a - b) <= 1e-8 * std::max(1.0, std::fabs(b)); };
   const std::vector<double> imp = SvgValues(dom, "importance-chart");
-  ASSERT_EQ(imp.size(), 2 * U);
+  ASSERT_EQ(imp.size(), U);
+  const std::vector<double> norm = SvgValues(dom, "norm-chart");
+  ASSERT_EQ(norm.size(), U);
   const std::vector<double> tim = SvgValues(dom, "time-chart");
   ASSERT_EQ(tim.size(), 2 * U);
   for (size_t u = 0; u < U; ++u) {
     EXPECT_TRUE(rel_eq(imp[u], layers[u]["kl_int8"].get<double>())) << u;
-    EXPECT_TRUE(rel_eq(imp[U + u], layers[u]["act_norm"].get<double>())) << u;
+    EXPECT_TRUE(rel_eq(norm[u], layers[u]["act_norm"].get<double>())) << u;
     EXPECT_TRUE(rel_eq(tim[u], layers[u]["ms_fp32"].get<double>())) << u;
     EXPECT_TRUE(rel_eq(tim[U + u], layers[u]["ms_int8"].get<double>())) << u;
   }
@@ -293,7 +319,21 @@ TEST(ReportRender, HeadlessChromiumDrawsItAndShowsTheJsonNumbers) {
   EXPECT_TRUE(rel_eq(speed[1], j["prediction"]["tok_s_all_int8"].get<double>()));
   EXPECT_TRUE(rel_eq(speed[2], j["prediction"]["tok_s"].get<double>()));
   EXPECT_TRUE(rel_eq(speed[3], j["measured"]["tok_s_all_fp32"].get<double>()));
+  EXPECT_TRUE(rel_eq(speed[4], j["measured"]["tok_s_all_int8"].get<double>()));
   EXPECT_TRUE(rel_eq(speed[5], j["measured"]["tok_s"].get<double>()));
+  // Bars are drawn to one scale per chart: fp32 and int8 times, predicted and measured speeds.
+  ExpectWidthsFollowValues(SvgWidths(dom, "time-chart"), tim, "time-chart");
+  ExpectWidthsFollowValues(SvgWidths(dom, "speed-chart"), speed, "speed-chart");
+  ExpectWidthsFollowValues(SvgWidths(dom, "importance-chart"), imp, "importance-chart");
+  // The memory parts fill the bar when the budget is far larger, instead of a sliver.
+  const std::vector<double> mem_w = SvgWidths(dom, "memory-chart");
+  ASSERT_EQ(mem_w.size(), 4u);
+  ExpectWidthsFollowValues(mem_w, mem, "memory-chart");
+  if (j["memory"]["budget"].get<double>() > 2 * (mem[0] + mem[1] + mem[2] + mem[3])) {
+    EXPECT_GT(mem_w[0] + mem_w[1] + mem_w[2] + mem_w[3], 470.0);
+  }
+  // Nothing unmeasured shows as a raw sentinel.
+  EXPECT_EQ(dom.find("-1.000"), std::string::npos);
 
   // The plan table: unit, KL, norm, times as printed (rounded) and precision/placement exactly.
   const auto rows = TableCells(dom, "plan-table");
