@@ -126,6 +126,10 @@ int RunServe(int argc, char** argv) {
   plan.n_ctx = kv_pool > 0 ? kv_pool : (cp.n_ctx > 0 ? cp.n_ctx : 4096) * n_parallel;
   plan.kv_type = cp.kv_type;
   plan.n_threads = cp.n_threads;
+  plan.progress = [](float done, const std::string& what) {  // --auto's profile: seconds to minutes
+    std::fprintf(stderr, "trine serve: profiling %3.0f%% %s\n", 100.0f * done, what.c_str());
+    return true;
+  };
   profiler::PlanOutcome outcome;
   st = profiler::LoadModelWithPlan(path, lo, plan, &model, &outcome);
   if (st.ok() && outcome.active) std::fprintf(stderr, "trine serve: %s\n", outcome.summary.c_str());

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 
 namespace trine::testing {
@@ -68,6 +69,14 @@ int RunTrineWithInput(const std::string& args, const std::string& input, std::st
   if (rc == -1) return -1;
   if (WIFSIGNALED(rc)) return 128 + WTERMSIG(rc);
   return WEXITSTATUS(rc);
+}
+
+std::vector<int32_t> RandomTokenIds(int n_vocab, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(3, n_vocab - 1);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
 }
 
 }  // namespace trine::testing

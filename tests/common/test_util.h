@@ -1,6 +1,7 @@
 // Helpers shared by the test suites: paths to shipped models and temporary files.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,7 @@ void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 int RunTrine(const std::string& args, std::string* out, std::string* err);
 // As RunTrine, with `input` fed to the program's standard input.
 int RunTrineWithInput(const std::string& args, const std::string& input, std::string* out, std::string* err);
+// n token ids drawn uniformly from [3, n_vocab) (past the usual special tokens) by a seeded RNG.
+std::vector<int32_t> RandomTokenIds(int n_vocab, int n, uint32_t seed);
 
 }  // namespace trine::testing

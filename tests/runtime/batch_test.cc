@@ -42,11 +42,7 @@ int Argmax(const float* v, int n) {
 }
 
 std::vector<int32_t> RandomTokens(const Model& m, int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(3, m.config().n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
+  return testing::RandomTokenIds(m.config().n_vocab, n, seed);
 }
 
 // Logits after the prompt and after each of `steps` greedy tokens, for one sequence alone.

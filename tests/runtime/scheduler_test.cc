@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <map>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,11 +40,7 @@ std::unique_ptr<Context> MakeContext(const Model& m, int n_seq_max, int kv_pool 
 }
 
 std::vector<int32_t> RandomTokens(const Model& m, int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(3, m.config().n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
+  return testing::RandomTokenIds(m.config().n_vocab, n, seed);
 }
 
 // Greedy tokens of `prompt` alone on a fresh context, as the scheduler ends them: at an
