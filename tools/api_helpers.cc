@@ -92,6 +92,8 @@ Status CreateSamplerApi(const SamplerParams& p, ApiSampler* out) {
   sp.repeat_penalty = p.repeat_penalty;
   sp.repeat_last_n = p.repeat_last_n;
   sp.seed = p.seed;
+  sp.presence_penalty = p.presence_penalty;
+  sp.frequency_penalty = p.frequency_penalty;
   out->reset(trine_sampler_create(&sp));
   return *out ? Status::Ok() : LastApiError();
 }

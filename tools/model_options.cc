@@ -140,7 +140,9 @@ void AddSamplingOptions(cxxopts::Options& o) {
       "top-p", "top-p sampling (1 = off)", cxxopts::value<float>()->default_value("0.95"))(
       "min-p", "min-p sampling (0 = off)", cxxopts::value<float>()->default_value("0.05"))(
       "repeat-penalty", "repetition penalty (1 = off)", cxxopts::value<float>()->default_value("1.0"))(
-      "repeat-last-n", "tokens considered by the repetition penalty", cxxopts::value<int>()->default_value("64"))(
+      "repeat-last-n", "tokens considered by the penalties", cxxopts::value<int>()->default_value("64"))(
+      "presence-penalty", "subtract from tokens seen in the window (0 = off)", cxxopts::value<float>()->default_value("0"))(
+      "frequency-penalty", "subtract per occurrence in the window (0 = off)", cxxopts::value<float>()->default_value("0"))(
       "s,seed", "random seed (-1 = from the clock)", cxxopts::value<int64_t>()->default_value("-1"));
 }
 
@@ -151,6 +153,8 @@ Status ParseSamplerParams(const cxxopts::ParseResult& a, SamplerParams* sp) {
   sp->min_p = a["min-p"].as<float>();
   sp->repeat_penalty = a["repeat-penalty"].as<float>();
   sp->repeat_last_n = a["repeat-last-n"].as<int>();
+  sp->presence_penalty = a["presence-penalty"].as<float>();
+  sp->frequency_penalty = a["frequency-penalty"].as<float>();
   const int64_t seed = a["seed"].as<int64_t>();
   sp->seed = seed < 0 ? static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())
                       : static_cast<uint64_t>(seed);

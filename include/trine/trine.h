@@ -367,10 +367,15 @@ typedef struct trine_sampler_params {
   float repeat_penalty; /* > 0; 1: off */
   int32_t repeat_last_n; /* history window of the penalty, >= 0 */
   uint64_t seed;        /* RNG seed: equal seeds give equal draws */
+  /* OpenAI's penalties, after repeat_penalty as llama.cpp applies them: a token seen c > 0 times in
+   * the last repeat_last_n tokens loses c * frequency_penalty + presence_penalty. [-2, 2]; 0: off.
+   * (Appended: a struct_size without them, sizeof up to seed, is still accepted as both 0.) */
+  float presence_penalty;
+  float frequency_penalty;
 } trine_sampler_params;
 
 /* Defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1, repeat_last_n 64,
- * seed 0xC0FFEE. Thread-safe. */
+ * seed 0xC0FFEE, presence_penalty 0, frequency_penalty 0. Thread-safe. */
 TRINE_API trine_sampler_params trine_sampler_default_params(void);
 /* @return a sampler owned by the caller, or NULL (INVALID_ARGUMENT naming the bad field). */
 TRINE_API trine_sampler* trine_sampler_create(const trine_sampler_params* params);

@@ -881,6 +881,8 @@ trine_sampler_params trine_sampler_default_params(void) {
   p.repeat_penalty = d.repeat_penalty;
   p.repeat_last_n = d.repeat_last_n;
   p.seed = d.seed;
+  p.presence_penalty = d.presence_penalty;
+  p.frequency_penalty = d.frequency_penalty;
   return p;
 }
 
@@ -888,8 +890,17 @@ trine_sampler* trine_sampler_create(const trine_sampler_params* params) {
   static const char* fn = "trine_sampler_create";
   return Guard(fn, static_cast<trine_sampler*>(nullptr), [&]() -> trine_sampler* {
     if (params == nullptr) return InvalidArg(fn, "params is NULL (use trine_sampler_default_params())"), nullptr;
-    if (!CheckStructSize(fn, params->struct_size, sizeof(trine_sampler_params), "trine_sampler_params")) return nullptr;
+    // The layout before the OpenAI penalties were appended (up to seed) is still accepted.
+    const bool has_penalties = params->struct_size != offsetof(trine_sampler_params, presence_penalty);
+    if (has_penalties &&
+        !CheckStructSize(fn, params->struct_size, sizeof(trine_sampler_params), "trine_sampler_params")) {
+      return nullptr;
+    }
     trine::SamplerParams sp;
+    if (has_penalties) {
+      sp.presence_penalty = params->presence_penalty;
+      sp.frequency_penalty = params->frequency_penalty;
+    }
     sp.temp = params->temp;
     sp.top_k = params->top_k;
     sp.top_p = params->top_p;

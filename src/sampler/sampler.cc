@@ -14,6 +14,12 @@ Status ValidateSamplerParams(const SamplerParams& p) {
   if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) {
     return InvalidArgument("--repeat-penalty must be > 0");
   }
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f)) {
+    return InvalidArgument("--presence-penalty must be in [-2, 2]");
+  }
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
+    return InvalidArgument("--frequency-penalty must be in [-2, 2]");
+  }
   if (p.repeat_last_n < 0) return InvalidArgument("--repeat-last-n must be >= 0");
   return Status::Ok();
 }
@@ -44,14 +50,21 @@ int Sampler::Sample(const float* logits, int n_vocab) {
   for (int i = 0; i < n_vocab; ++i) cand_[static_cast<size_t>(i)] = {logits[i], i};
   // Repetition penalty (llama.cpp / CTRL style): divide positive logits, multiply negative ones,
   // once per distinct token in the window.
-  if (p_.repeat_penalty != 1.0f && !history_.empty()) {
+  // Then presence and frequency penalties from each distinct token's count in the window.
+  const bool counted = p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  if ((p_.repeat_penalty != 1.0f || counted) && !history_.empty()) {
     std::vector<int> seen(history_.begin(), history_.end());
     std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int id : seen) {
+    for (size_t i = 0; i < seen.size();) {
+      size_t j = i;
+      while (j < seen.size() && seen[j] == seen[i]) ++j;
+      const int id = seen[i];
+      const float count = static_cast<float>(j - i);
+      i = j;
       if (id < 0 || id >= n_vocab) continue;
       float& l = cand_[static_cast<size_t>(id)].first;
-      l = l > 0.0f ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+      if (p_.repeat_penalty != 1.0f) l = l > 0.0f ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+      if (counted) l -= count * p_.frequency_penalty + p_.presence_penalty;
     }
   }
   if (p_.temp <= 0.0f) {

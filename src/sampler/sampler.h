@@ -1,5 +1,5 @@
 // Sampler: picks the next token from logits. The chain follows llama.cpp's default order:
-// repetition penalty -> top-k -> top-p -> min-p -> temperature -> seeded draw. temp <= 0 is greedy
+// penalties (repetition, presence, frequency) -> top-k -> top-p -> min-p -> temperature -> seeded draw. temp <= 0 is greedy
 // (argmax, lowest id wins ties). A pure function of (logits, history, RNG state).
 #pragma once
 
@@ -18,7 +18,11 @@ struct SamplerParams {
   float top_p = 0.95f;        // >= 1: disabled
   float min_p = 0.05f;        // <= 0: disabled
   float repeat_penalty = 1.0f;  // 1: disabled
-  int repeat_last_n = 64;     // history window of the penalty
+  // OpenAI's penalties, as llama.cpp applies them after the repetition penalty: a token seen c > 0
+  // times in the window loses c * frequency_penalty + presence_penalty. 0: disabled.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int repeat_last_n = 64;     // history window of the penalties
   uint64_t seed = 0xC0FFEE;
 };
 

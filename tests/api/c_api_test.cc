@@ -573,6 +573,8 @@ TEST(CApi, SamplerAndGenerateErrors) {
       {"min_p 2", [](trine_sampler_params* p) { p->min_p = 2.0f; }},
       {"repeat_penalty 0", [](trine_sampler_params* p) { p->repeat_penalty = 0.0f; }},
       {"repeat_last_n -1", [](trine_sampler_params* p) { p->repeat_last_n = -1; }},
+      {"presence_penalty 3", [](trine_sampler_params* p) { p->presence_penalty = 3.0f; }},
+      {"frequency_penalty nan", [](trine_sampler_params* p) { p->frequency_penalty = std::nanf(""); }},
   };
   for (const auto& [name, edit] : bad) {
     SCOPED_TRACE(name);
@@ -585,6 +587,16 @@ TEST(CApi, SamplerAndGenerateErrors) {
   PlantSentinelError();
   EXPECT_EQ(trine_sampler_create(nullptr), nullptr);
   EXPECT_ERROR_SET(TRINE_ERROR_INVALID_ARGUMENT);
+  // The layout from before the penalties (struct_size up to seed) is still accepted; its
+  // penalties are off whatever lies past it.
+  {
+    trine_sampler_params old = good;
+    old.struct_size = offsetof(trine_sampler_params, presence_penalty);
+    old.presence_penalty = 99.0f;  // past the old struct: must not be read
+    trine_sampler* s_old = trine_sampler_create(&old);
+    EXPECT_NE(s_old, nullptr) << trine_last_error();
+    trine_sampler_free(s_old);
+  }
 
   trine_model* m = LoadModel();
   trine_context* c = NewContext(m, 16);

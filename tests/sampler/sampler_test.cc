@@ -19,6 +19,37 @@ TEST(Sampler, GreedyIsArgmaxLowestIdOnTies) {
   EXPECT_EQ(ArgmaxLowestId(logits, 4), 1);
 }
 
+// OpenAI's presence and frequency penalties: a token seen c times loses c * frequency + presence.
+// History 5, 5, 7; logits 5: 3.0, 7: 2.4, 9: 1.0 (others 0), greedy.
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountTheWindow) {
+  std::vector<float> logits(16, 0.0f);
+  logits[5] = 3.0f;
+  logits[7] = 2.4f;
+  logits[9] = 1.0f;
+  const auto pick = [&](float presence, float frequency) {
+    SamplerParams p;
+    p.temp = 0.0f;
+    p.presence_penalty = presence;
+    p.frequency_penalty = frequency;
+    EXPECT_TRUE(ValidateSamplerParams(p).ok());
+    Sampler s(p);
+    for (int t : {5, 5, 7}) s.Accept(t);
+    return s.Sample(logits.data(), 16);
+  };
+  EXPECT_EQ(pick(0.0f, 0.0f), 5);
+  EXPECT_EQ(pick(0.0f, 0.5f), 5);   // 5: 2.0, 7: 1.9
+  EXPECT_EQ(pick(0.0f, 0.7f), 7);   // 5: 1.6, 7: 1.7: the count matters
+  EXPECT_EQ(pick(1.0f, 0.0f), 5);   // 5: 2.0, 7: 1.4: presence alone keeps the order
+  EXPECT_EQ(pick(0.5f, 1.0f), 9);   // 5: 0.5, 7: 0.9, 9: 1.0
+  EXPECT_EQ(pick(-2.0f, 0.0f), 5);  // negative: seen tokens gain
+  SamplerParams bad;
+  bad.presence_penalty = 2.5f;
+  EXPECT_FALSE(ValidateSamplerParams(bad).ok());
+  bad.presence_penalty = 0.0f;
+  bad.frequency_penalty = std::nanf("");
+  EXPECT_FALSE(ValidateSamplerParams(bad).ok());
+}
+
 TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
   std::vector<float> logits(100);
   for (int i = 0; i < 100; ++i) logits[i] = std::sin(static_cast<float>(i)) * 2.0f;

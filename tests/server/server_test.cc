@@ -119,6 +119,13 @@ TEST_F(Serve, ChatAndCompletionShapesAndUsage) {
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_FALSE(j["choices"][0]["text"].get<std::string>().empty());
   EXPECT_EQ(j["usage"]["completion_tokens"], 8);
+  // OpenAI's penalties are applied, not refused.
+  json pen = Chat("Tell me a story.", 4);
+  pen["presence_penalty"] = 0.6;
+  pen["frequency_penalty"] = 0.4;
+  r = PostJson(*c, "/v1/chat/completions", pen);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
   // max_completion_tokens is chat's newer name for max_tokens.
   json body = Chat("Hi", 1);
   body.erase("max_tokens");
@@ -332,7 +339,7 @@ TEST_F(Serve, MalformedRequestsGet4xxJsonAndTheServerKeepsServing) {
       {"/v1/chat/completions", with(ok_chat, "top_logprobs", 3), "application/json", 400, "logprobs"},
       {"/v1/chat/completions", with(json::parse(with(ok_chat, "logprobs", true)), "top_logprobs", 21), "application/json",
        400, "top_logprobs"},
-      {"/v1/chat/completions", with(ok_chat, "presence_penalty", 0.5), "application/json", 400, "presence_penalty"},
+      {"/v1/chat/completions", with(ok_chat, "presence_penalty", 2.5), "application/json", 400, "presence_penalty"},
       {"/v1/chat/completions", with(ok_chat, "frequency_penalty", 3), "application/json", 400, "frequency_penalty"},
       {"/v1/chat/completions", with(ok_chat, "stop", 5), "application/json", 400, "stop"},
       {"/v1/chat/completions", with(ok_chat, "stop", json::array({"a", "b", "c", "d", "e"})), "application/json", 400,

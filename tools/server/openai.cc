@@ -107,11 +107,8 @@ bool ParseCommon(const json& o, const SamplerParams& defaults, Job* job, ApiErro
     if (!o["seed"].is_number_integer()) return Fail(err, "seed", "'seed' must be an integer");
     s.seed = o["seed"].is_number_unsigned() ? o["seed"].get<uint64_t>() : static_cast<uint64_t>(o["seed"].get<int64_t>());
   }
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    float v = 0;
-    if (!NumberField(o, key, -2, 2, &v, err)) return false;
-    if (v != 0) return Fail(err, key, std::string("'") + key + "' is not supported by this server (use 0 or leave it out)");
-  }
+  if (!NumberField(o, "presence_penalty", -2, 2, &s.presence_penalty, err)) return false;
+  if (!NumberField(o, "frequency_penalty", -2, 2, &s.frequency_penalty, err)) return false;
   int64_t n = 1;
   if (!IntField(o, "n", 1, 128, &n, err)) return false;
   if (n != 1) return Fail(err, "n", "'n' > 1 is not supported by this server: send one request per choice");
