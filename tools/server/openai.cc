@@ -308,7 +308,7 @@ int Utf8Length(unsigned char c) {
 
 }  // namespace
 
-size_t CompleteUtf8Prefix(const std::string& text) {
+size_t CompleteUtf8Prefix(std::string_view text) {
   // Only the last 3 bytes can start an unfinished character.
   const size_t n = text.size();
   for (size_t back = 1; back <= std::min<size_t>(3, n); ++back) {
@@ -367,7 +367,7 @@ size_t StableLength(const std::string& text, const std::vector<std::string>& sto
       }
     }
   }
-  return CompleteUtf8Prefix(text.substr(0, stable));
+  return CompleteUtf8Prefix(std::string_view(text).substr(0, stable));  // no copy: this runs per token
 }
 
 namespace {

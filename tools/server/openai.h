@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -65,7 +66,7 @@ void ComputeLogprobs(const float* logits, int n_vocab, int32_t token, int top_n,
                      std::vector<std::pair<int32_t, float>>* top);
 
 // The longest prefix of `text` that ends on a complete UTF-8 character (a token may end inside one).
-size_t CompleteUtf8Prefix(const std::string& text);
+size_t CompleteUtf8Prefix(std::string_view text);
 // `text` with invalid UTF-8 replaced by U+FFFD, safe for JSON.
 std::string ValidUtf8(const std::string& text);
 
