@@ -115,8 +115,13 @@ Status Server::Ready(std::unique_ptr<Model> model, std::unique_ptr<Context> ctx)
   if (options_.chat_template) {
     template_ = *options_.chat_template;
   } else {
-    Status st = DetectChatTemplate(model_->vocab().chat_template(), &template_);
-    if (!st.ok()) return st;
+    // A template trine does not know still leaves /v1/completions and the rest serving; only chat
+    // requests are refused, with the flag that fixes it.
+    template_status_ = DetectChatTemplate(model_->vocab().chat_template(), &template_);
+    if (!template_status_.ok()) {
+      std::fprintf(stderr, "trine serve: warning: %s; /v1/chat/completions is off until --chat-template is given\n",
+                   template_status_.message().c_str());
+    }
   }
   const Vocab& v = model_->vocab();
   bos_text_ = v.InRange(v.bos()) ? v.token(v.bos()) : "";
@@ -257,7 +262,7 @@ void Server::Routes() {
                                       {{"n_vocab", ctx_->n_vocab()},
                                        {"n_ctx", ctx_->n_ctx()},
                                        {"n_parallel", ctx_->n_seq_max()},
-                                       {"chat_template", ChatTemplateName(template_)}}}}})}});
+                                       {"chat_template", template_status_.ok() ? ChatTemplateName(template_) : "none"}}}}})}});
   };
   s.Get("/v1/models", guard(true, models));
   s.Get("/models", guard(true, models));
@@ -323,6 +328,11 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   const bool ok = chat ? ParseChatRequest(req.body, options_.sampling, &ex->job, &err)
                        : ParseCompletionRequest(req.body, options_.sampling, &ex->job, &err);
   if (!ok) return Error(res, err);
+  if (chat && !template_status_.ok()) {
+    return Error(res, {400, "this model's chat template is not one trine renders (" + template_status_.message() +
+                                "): start the server with --chat-template chatml|llama3|llama2|bitnet, or use /v1/completions",
+                       "messages"});
+  }
   const Job& job = ex->job;
   std::vector<TokenId> prompt;
   Status st = chat ? tokenizer_->Tokenize(RenderChat(template_, job.messages, 0, true, bos_text_),

@@ -87,6 +87,7 @@ class Server {
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatTemplate template_ = ChatTemplate::kChatml;
+  Status template_status_;  // not ok: the model's template is unknown and no --chat-template was given
   std::string bos_text_;
   // Before scheduler_: exchanges it holds count themselves out of flight when they go.
   std::mutex flight_mu_;
