@@ -41,7 +41,7 @@ int RunServe(int argc, char** argv) {
   AddSamplingOptions(opts);
   opts.add_options("server")("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
       "port", "port to listen on (0: any free port, printed)", cxxopts::value<int>()->default_value("8080"))(
-      "np,parallel", "sequences decoded at once (llama-server's -np)", cxxopts::value<int>()->default_value("4"))(
+      "parallel", "sequences decoded at once (-np N, as llama-server)", cxxopts::value<int>()->default_value("4"))(
       "kv-pool", "KV pool positions shared by all sequences (0: -c times -np)", cxxopts::value<int>()->default_value("0"))(
       "api-key", "require 'Authorization: Bearer KEY'", cxxopts::value<std::string>())(
       "api-key-file", "read the API key from the first line of a file", cxxopts::value<std::string>())(
