@@ -17,7 +17,7 @@ trap cleanup EXIT
 cp "$here/node/package.json" "$here/node/package-lock.json" "$here/node/openai_client_test.mjs" "$work/"
 (cd "$work" && timeout 300 npm ci --no-audit --no-fund --loglevel=error)
 
-"$trine" serve --port 0 -t 2 -np 4 --api-key test-key 2>"$work/server.log" &
+"$trine" serve --port 0 -t 2 -np 4 -c 4096 --api-key test-key 2>"$work/server.log" &
 server_pid=$!
 port=""
 for _ in $(seq 1 600); do

@@ -250,11 +250,15 @@ double Metric(httplib::Client& c, const std::string& name) {
   return at == std::string::npos ? -1 : std::stod(r->body.substr(at + key.size()));
 }
 
-// A client that leaves mid-stream ends its request: the slot is free again at once.
-TEST_F(Serve, ClientThatLeavesAStreamFreesItsSlot) {
-  auto c = Client(*server_);
+// A client that leaves mid-stream ends its request: the slot is free again at once. The request
+// asks for 4000 tokens (a 4096-position context) so that it is still running, whatever the
+// machine's speed, when the client goes.
+TEST(ServeLeave, ClientThatLeavesAStreamFreesItsSlot) {
+  ServerProcess s({"-np", "2", "-c", "4096"});
+  ASSERT_TRUE(s.ok()) << s.error();
+  auto c = Client(s);
   const double cancelled_before = Metric(*c, "trine_requests_cancelled_total");
-  json body = Completion("Once upon a time", 200);
+  json body = Completion("Once upon a time", 4000);
   body["stream"] = true;
   body["ignore_eos"] = true;
   int chunks = 0;
@@ -264,7 +268,7 @@ TEST_F(Serve, ClientThatLeavesAStreamFreesItsSlot) {
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
   req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
-  auto stream_client = Client(*server_);
+  auto stream_client = Client(s);
   stream_client->send(req);  // fails by design: the receiver stops after 3 chunks
   EXPECT_GE(chunks, 3);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -433,9 +437,9 @@ TEST(ServeAuth, ApiKeyIsRequiredExceptForHealth) {
 
 // One sequence and no queue: a second request while the first runs gets 503 with Retry-After.
 TEST(ServeBusy, AFullQueueAnswers503) {
-  ServerProcess s({"-np", "1", "--queue", "0", "-c", "256"});
+  ServerProcess s({"-np", "1", "--queue", "0", "-c", "4096"});  // 4000 tokens: still running at chunk 2
   ASSERT_TRUE(s.ok()) << s.error();
-  json body = Completion("Once upon a time", 250);
+  json body = Completion("Once upon a time", 4000);
   body["stream"] = true;
   body["ignore_eos"] = true;
   std::atomic<int> chunks{0};
