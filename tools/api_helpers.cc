@@ -124,6 +124,10 @@ std::string TokenPieceApi(const trine_model* model, trine_token token) {
   return m >= 0 ? piece : "";
 }
 
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void PrintTimings(double load_ms, double prompt_ms, int n_prompt, double gen_ms, int n_gen, double total_ms,
                   int n_threads) {
   std::fprintf(stderr, "\ntrine: load time        = %10.2f ms\n", load_ms);

@@ -5,6 +5,7 @@
 
 #include <cxxopts.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ Status TokenizeApi(const trine_model* model, const std::string& text, bool add_s
                    std::vector<trine_token>* out);
 // trine_token_to_piece of a generated token (control tokens give "").
 std::string TokenPieceApi(const trine_model* model, trine_token token);
+
+// Milliseconds since t0 (steady clock): the timings of generate and chat.
+double MsSince(std::chrono::steady_clock::time_point t0);
 
 // llama.cpp's closing timings on stderr: load, prompt eval and eval (ms, tokens, ms per token,
 // tokens per second; a line is left out when it has no tokens), total.

@@ -30,8 +30,6 @@ void OnSigint(int) { g_interrupted.store(true); }
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
 // Tokens evaluated and the time they took, for the timings at exit.
 struct Timings {
   double prompt_ms = 0, gen_ms = 0;

@@ -20,19 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 void PrintTopLogits(nlohmann::json* out, const float* logits, int n_vocab, int k) {
-  std::vector<int> idx(static_cast<size_t>(n_vocab));
-  for (int i = 0; i < n_vocab; ++i) idx[static_cast<size_t>(i)] = i;
-  k = std::min(k, n_vocab);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
   nlohmann::json step = nlohmann::json::array();
-  for (int i = 0; i < k; ++i) step.push_back({idx[static_cast<size_t>(i)], logits[idx[static_cast<size_t>(i)]]});
+  for (int id : TopKLowestId(logits, n_vocab, k)) step.push_back({id, logits[id]});
   out->push_back(step);
 }
 
@@ -139,8 +129,12 @@ int RunGenerate(int argc, char** argv) {
     }
     if (i + 1 == budget) break;
     if (trine_context_n_past(ctx.get()) >= n_ctx) break;  // context full
+    // Only an occurrence that ends in this piece is new (the text before it was searched already).
     bool reversed = false;
-    for (const std::string& r : reverse) reversed = reversed || text.find(r) != std::string::npos;
+    for (const std::string& r : reverse) {
+      const size_t from = text.size() > piece.size() + r.size() ? text.size() - piece.size() - r.size() : 0;
+      reversed = reversed || text.find(r, from) != std::string::npos;
+    }
     if (reversed) break;
     if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
   }

@@ -250,21 +250,20 @@ int RunProfile(int argc, char** argv) {
     };
     st = best_tok_s("the plan", plan_kv, &plan.measured_tok_s, &plan.measured_tok_s_cpu);
     if (!st.ok()) return Fail(st);
-    // All int8: every unit's activations in int8, the file's head, the profile's KV type.
+    // All int8, then all fp32 (the profile's baseline): the file's head and the profile's KV type
+    // for both, every unit's activations in one precision.
     const KvType base_kv = plan.key.kv_type == "f32" ? KvType::kF32 : KvType::kF16;
     st = model->SetOutputType(model->output_file_type());
     if (!st.ok()) return Fail(st);
-    for (const auto& u : plan.units) {
-      for (const auto& t : u.tensors) (void)model->SetF32Activations(t, false);
-    }
+    const auto all_units_f32 = [&](bool f32) {
+      for (const auto& u : plan.units) {
+        for (const auto& t : u.tensors) (void)model->SetF32Activations(t, f32);
+      }
+    };
+    all_units_f32(false);
     st = best_tok_s("all int8", base_kv, &plan.measured_tok_s_int8, nullptr);
     if (!st.ok()) return Fail(st);
-    // All fp32: the file's head, fp32 activations, an F16 cache (the profile's baseline).
-    st = model->SetOutputType(model->output_file_type());
-    if (!st.ok()) return Fail(st);
-    for (const auto& u : plan.units) {
-      for (const auto& t : u.tensors) (void)model->SetF32Activations(t, true);
-    }
+    all_units_f32(true);
     const bool baseline = a.count("no-baseline") == 0;
     plan.measured_tok_s_fp32 = -1;
     if (baseline) {

@@ -105,7 +105,5 @@ class GgufFile {
   std::unordered_map<std::string, size_t> tensor_index_;
 };
 
-// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool IsValidUtf8(const std::string& s);
 
 }  // namespace trine

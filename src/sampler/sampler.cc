@@ -32,6 +32,16 @@ int ArgmaxLowestId(const float* v, int n) {
   return best;
 }
 
+std::vector<int> TopKLowestId(const float* v, int n, int k) {
+  std::vector<int> idx(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
+  k = std::max(0, std::min(k, n));
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                    [&](int a, int b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
+  idx.resize(static_cast<size_t>(k));
+  return idx;
+}
+
 Sampler::Sampler(const SamplerParams& params) : p_(params), rng_(params.seed) {}
 
 void Sampler::Reset() {

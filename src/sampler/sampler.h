@@ -48,5 +48,7 @@ class Sampler {
 
 // Index of the largest value; the lowest index wins ties.
 int ArgmaxLowestId(const float* v, int n);
+// Indices of the k largest values (k clamped to n), largest first, the lowest index first on ties.
+std::vector<int> TopKLowestId(const float* v, int n, int k);
 
 }  // namespace trine

@@ -6,6 +6,7 @@
 // text and never splits a UTF-8 character; ValidUtf8 output parses as a JSON string.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "fuzz_util.h"
@@ -31,9 +32,21 @@ void CheckJob(const trine::server::Job& job) {
                 .rfind("data: ", 0) == 0,
         "stream chunk serializes");
   bool hit = false;
-  const size_t stable = trine::server::StableLength(text, job.stop, &hit);
+  const size_t stable = trine::server::StableLength(text, job.stop, 0, &hit);
+  // Grown a few bytes at a time (as tokens come), each call starting from the last result: a stop
+  // string is found exactly when the whole text has one, and without one it ends where a single
+  // call over the whole text does.
+  size_t step = 0;
+  bool step_hit = false;
+  for (size_t n = 0; n < text.size() && !step_hit;) {
+    n = std::min(text.size(), n + 3);
+    step = trine::server::StableLength(text.substr(0, n), job.stop, step, &step_hit);
+  }
+  Check(step_hit == hit, "incremental stop search finds what a whole one finds");
+  if (!hit) Check(step == stable, "incremental stable length equals the whole one");
   Check(stable <= text.size(), "stable length within the text");
-  Check(trine::server::CompleteUtf8Prefix(text.substr(0, stable)) == stable, "stable length on a character");
+  Check(trine::server::CompleteUtf8Prefix(std::string_view(text).substr(0, stable)) == stable,
+        "stable length on a character");
 }
 
 }  // namespace

@@ -142,11 +142,7 @@ TEST(Scheduler, ALongPromptDoesNotStallTheOthersDecode) {
   const auto prompt_a = RandomTokens(*m, 4, 7);
   const auto prompt_b = RandomTokens(*m, 120, 8);
   Request ra = Greedy(prompt_a, 60, &a, &sched);
-  ra.on_token = [&a, &sched](const TokenEvent& e) {  // ignore end of generation: keep decoding
-    a.tokens.push_back(e.token);
-    a.token_steps.push_back(sched.stats().steps);
-    return true;
-  };
+  ra.ignore_eog = true;  // keeps decoding through B's whole prompt
   ASSERT_TRUE(sched.Submit(std::move(ra), &id).ok());
   bool worked = false;
   for (int i = 0; i < 3; ++i) sched.Step(&worked);
@@ -246,16 +242,9 @@ TEST(Scheduler, AFullPoolFailsOneRequestAndSparesItsNeighbour) {
   const auto pa = RandomTokens(*m, 20, 21), pb = RandomTokens(*m, 20, 22);
   Seen a, b;
   uint64_t id = 0;
-  // Ignore end of generation so that both need 60 positions (4 blocks each).
-  auto keep_going = [](Seen* s) {
-    return [s](const TokenEvent& e) {
-      s->tokens.push_back(e.token);
-      return true;
-    };
-  };
+  // Past end of generation, so that both need 60 positions (4 blocks each).
   Request ra = Greedy(pa, 40, &a), rb = Greedy(pb, 40, &b);
-  ra.on_token = keep_going(&a);
-  rb.on_token = keep_going(&b);
+  ra.ignore_eog = rb.ignore_eog = true;
   ASSERT_TRUE(sched.Submit(std::move(ra), &id).ok());
   ASSERT_TRUE(sched.Submit(std::move(rb), &id).ok());
   RunUntilIdle(sched);

@@ -1,6 +1,8 @@
 // OpenAI request parsing and response shapes: see openai.h.
 #include "server/openai.h"
 
+#include "core/utf8.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -283,39 +285,16 @@ void ComputeLogprobs(const float* logits, int n_vocab, int32_t token, int top_n,
   const double log_z = static_cast<double>(max) + std::log(sum);
   *logprob = static_cast<float>(logits[token] - log_z);
   top->clear();
-  if (top_n <= 0) return;
-  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
-  for (int i = 0; i < n_vocab; ++i) ids[static_cast<size_t>(i)] = i;
-  const int k = std::min(top_n, n_vocab);
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
-  for (int i = 0; i < k; ++i) {
-    top->emplace_back(ids[static_cast<size_t>(i)], static_cast<float>(logits[ids[static_cast<size_t>(i)]] - log_z));
-  }
+  for (int id : TopKLowestId(logits, n_vocab, top_n)) top->emplace_back(id, static_cast<float>(logits[id] - log_z));
 }
-
-namespace {
-
-// Length of the UTF-8 sequence a lead byte starts (0: not a lead byte).
-int Utf8Length(unsigned char c) {
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) return c >= 0xC2 ? 2 : 0;
-  if ((c & 0xF0) == 0xE0) return 3;
-  if ((c & 0xF8) == 0xF0) return c <= 0xF4 ? 4 : 0;
-  return 0;
-}
-
-}  // namespace
 
 size_t CompleteUtf8Prefix(std::string_view text) {
   // Only the last 3 bytes can start an unfinished character.
   const size_t n = text.size();
   for (size_t back = 1; back <= std::min<size_t>(3, n); ++back) {
-    const unsigned char c = static_cast<unsigned char>(text[n - back]);
+    const uint8_t c = static_cast<uint8_t>(text[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-    const int len = Utf8Length(c);
-    return len > static_cast<int>(back) ? n - back : n;
+    return Utf8LeadLength(c) > back ? n - back : n;
   }
   return n;
 }
@@ -323,35 +302,24 @@ size_t CompleteUtf8Prefix(std::string_view text) {
 std::string ValidUtf8(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    const int len = Utf8Length(c);
-    bool ok = len > 0 && i + static_cast<size_t>(len) <= text.size();
-    for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + static_cast<size_t>(k)]) & 0xC0) == 0x80;
-    if (ok && len == 3) {  // no overlong forms, no surrogates
-      const unsigned char c1 = static_cast<unsigned char>(text[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-    } else if (ok && len == 4) {
-      const unsigned char c1 = static_cast<unsigned char>(text[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (ok) {
-      out.append(text, i, static_cast<size_t>(len));
-      i += static_cast<size_t>(len);
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = Utf8SequenceAt(text, i);
+    if (len > 0) {
+      out.append(text, i, len);
+      i += len;
     } else {
-      out += "\xEF\xBF\xBD";
+      out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
     }
   }
   return out;
 }
 
-size_t StableLength(const std::string& text, const std::vector<std::string>& stop, bool* hit) {
+size_t StableLength(const std::string& text, const std::vector<std::string>& stop, size_t from, bool* hit) {
   *hit = false;
   size_t stable = text.size();
   for (const std::string& s : stop) {
-    const size_t at = text.find(s);
+    const size_t at = text.find(s, std::min(from, text.size()));
     if (at != std::string::npos && at <= stable) {
       stable = at;
       *hit = true;

@@ -71,8 +71,10 @@ size_t CompleteUtf8Prefix(std::string_view text);
 std::string ValidUtf8(const std::string& text);
 
 // Where the text may be given to the client: before the first stop string (found: *hit) or
-// before a tail that could still become one, and on a complete UTF-8 character.
-size_t StableLength(const std::string& text, const std::vector<std::string>& stop, bool* hit);
+// before a tail that could still become one, and on a complete UTF-8 character. `from` is the
+// previous result for a shorter prefix of the same text (0 the first time): no stop string starts
+// before it, so the search (once per generated token) starts there, not at the beginning.
+size_t StableLength(const std::string& text, const std::vector<std::string>& stop, size_t from, bool* hit);
 
 struct Usage {
   int prompt_tokens = 0;

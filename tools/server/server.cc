@@ -71,8 +71,10 @@ Server::Server(const ServerOptions& options) : options_(options), http_(std::mak
 
 Server::~Server() { Shutdown(); }
 
+void Server::CountError(int status) { (status >= 500 ? counters_.errors_5xx : counters_.errors_4xx)++; }
+
 void Server::Error(httplib::Response& res, const ApiError& e) {
-  (e.status >= 500 ? counters_.errors_5xx : counters_.errors_4xx)++;
+  CountError(e.status);
   res.status = e.status;
   res.set_content(ErrorBody(e), "application/json");
 }
@@ -360,7 +362,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     std::lock_guard<std::mutex> lock(e->mu);
     e->text += piece;
     if (e->job.logprobs) e->logprobs.push_back(std::move(lp));
-    e->stable = StableLength(e->text, e->job.stop, &e->stop_hit);
+    e->stable = StableLength(e->text, e->job.stop, e->stable, &e->stop_hit);
     if (e->stop_hit) e->text.resize(e->stable);
     e->cv.notify_all();
     return !e->stop_hit;
@@ -447,7 +449,7 @@ void Server::Stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res)
             const ApiError e{result.reason == FinishReason::kError && !pool ? 500 : 503,
                              result.reason == FinishReason::kError ? result.error.message() : "the server is shutting down",
                              ""};
-            (e.status >= 500 ? counters_.errors_5xx : counters_.errors_4xx)++;
+            CountError(e.status);
             out += "data: " + ErrorBody(e) + "\n\n";
           } else {
             counters_.requests++;

@@ -71,6 +71,7 @@ class Server {
   void Stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);
   void HandleTokenize(const httplib::Request& req, httplib::Response& res);
   void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  void CountError(int status);  // for /metrics
   // Sends an OpenAI error (and counts it).
   void Error(httplib::Response& res, const ApiError& e);
   std::string Metrics() const;
