@@ -24,11 +24,13 @@ run_one() {
   fi
   local extra=()
   case $t in gguf_reader | model_api) extra=(-malloc_limit_mb=512) ;; esac
+  local seeds=()
+  [ "$t" = jinja ] && seeds=(tests/data/chat_templates)  # the real templates seed the interpreter
   "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 "${extra[@]}" -print_final_stats=1 \
-    -artifact_prefix="$work/artifacts/" "$work/corpus" "tests/fuzz/corpus/$t" >"$work/log" 2>&1
+    -artifact_prefix="$work/artifacts/" "$work/corpus" "tests/fuzz/corpus/$t" "${seeds[@]}" >"$work/log" 2>&1
 }
 
-targets=(gguf_reader model_api tokenizer chat_template plan_json openai_request)
+targets=(gguf_reader model_api tokenizer chat_template plan_json openai_request jinja)
 status=0
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   pids=()

@@ -19,6 +19,7 @@ TEST_PACKAGES=(
   clang-14 libclang-rt-14-dev llvm-14  # the sanitizer + libFuzzer build (scripts/ci.sh)
   chromium zlib1g-dev  # the report rendering test: headless Chromium, PNG decoding
   nginx  # the scale-out test: nginx in front of two trine serve replicas
+  python3-jinja2  # the chat-template goldens are checked against Python's Jinja2
 )
 case "${1:-}" in
   "") ;;

@@ -1,5 +1,6 @@
-// `trine chat`: interactive multi-turn chat with the model's template. The conversation lives in
-// the KV cache; each turn appends only its own tokens. Input has line editing and history on a
+// `trine chat`: interactive multi-turn chat with the model's template (its Jinja
+// tokenizer.chat_template, or --chat-template / --chat-template-file). The conversation lives in
+// the KV cache; each turn evaluates only what the cache does not already hold. Input has line editing and history on a
 // terminal (line_reader.h); a turn may span lines ('\' at a line's end, or a """ block); /clear
 // starts over, /exit quits. Ctrl-C stops the current reply (or quits at the prompt), Ctrl-D quits;
 // the timings print on the way out. Runs the model through the C API (include/trine/trine.h).
@@ -12,6 +13,7 @@
 #include <deque>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "api_helpers.h"
 #include "cli_args.h"
@@ -36,24 +38,37 @@ struct Timings {
   int n_prompt = 0, n_gen = 0;
 };
 
-// Tokenizes `text` (special tokens recognised) and evaluates it; an error when the context is full.
-Status Feed(trine_context* ctx, const trine_model* model, const std::string& text, bool add_bos,
+// The conversation in the KV cache as tokens. Each turn renders the whole conversation, keeps the
+// longest prefix the cache already holds and evaluates the rest: a template may render earlier
+// turns differently once the conversation grows (some drop a reply's reasoning), and a reply
+// tokenized from its text may differ from the tokens that were sampled.
+Status Sync(trine_context* ctx, const trine_model* model, const std::string& text, std::vector<trine_token>* cached,
             trine_sampler* sampler, Timings* timings) {
   const auto t0 = Clock::now();
   std::vector<trine_token> ids;
-  TRINE_RETURN_IF_ERROR(TokenizeApi(model, text, add_bos, true, &ids));
+  TRINE_RETURN_IF_ERROR(TokenizeApi(model, text, false, true, &ids));
+  // Templates that write the BOS text themselves get no second one.
+  const trine_token bos = trine_model_token_bos(model);
+  if (trine_model_add_bos(model) && bos >= 0 && (ids.empty() || ids[0] != bos)) ids.insert(ids.begin(), bos);
   if (ids.empty()) return Status::Ok();
   const int n_ctx = trine_context_n_ctx(ctx);
-  if (trine_context_n_past(ctx) + static_cast<int>(ids.size()) > n_ctx) {
+  if (static_cast<int>(ids.size()) > n_ctx) {
     return InvalidArgument("the conversation no longer fits in the context of " + std::to_string(n_ctx) +
                            " tokens (start again with a larger -c)");
   }
-  for (trine_token id : ids) trine_sampler_accept(sampler, id);
-  if (trine_context_decode(ctx, ids.data(), static_cast<int32_t>(ids.size()), false) != TRINE_OK) {
+  size_t keep = 0;
+  while (keep < cached->size() && keep < ids.size() && (*cached)[keep] == ids[keep]) ++keep;
+  if (keep == ids.size()) --keep;  // evaluate at least the last token: its logits start the reply
+  if (keep < cached->size()) {
+    if (trine_context_kv_trim(ctx, static_cast<int32_t>(keep)) != TRINE_OK) return LastApiError();
+  }
+  for (size_t k = keep; k < ids.size(); ++k) trine_sampler_accept(sampler, ids[k]);
+  if (trine_context_decode(ctx, ids.data() + keep, static_cast<int32_t>(ids.size() - keep), false) != TRINE_OK) {
     return LastApiError();
   }
   timings->prompt_ms += MsSince(t0);
-  timings->n_prompt += static_cast<int>(ids.size());
+  timings->n_prompt += static_cast<int>(ids.size() - keep);
+  *cached = std::move(ids);
   return Status::Ok();
 }
 
@@ -72,24 +87,6 @@ Status Render(const trine_model* model, const char* tmpl, const std::vector<trin
   return Status::Ok();
 }
 
-// The text of messages[from..] as it continues a conversation of which messages[0..from) were
-// rendered already: the whole rendering minus the rendering of the part already in the cache.
-Status RenderTail(const trine_model* model, const char* tmpl, const std::vector<trine_chat_message>& msgs, size_t from,
-                  bool add_assistant, std::string* out) {
-  std::string all, before;
-  TRINE_RETURN_IF_ERROR(Render(model, tmpl, msgs, add_assistant, &all));
-  if (from > 0) {
-    TRINE_RETURN_IF_ERROR(
-        Render(model, tmpl, std::vector<trine_chat_message>(msgs.begin(), msgs.begin() + static_cast<long>(from)),
-               false, &before));
-  }
-  if (all.compare(0, before.size(), before) != 0) {
-    return Status(StatusCode::kInternal, "the chat template does not render the conversation incrementally");
-  }
-  *out = all.substr(before.size());
-  return Status::Ok();
-}
-
 }  // namespace
 
 int RunChat(int argc, char** argv) {
@@ -97,9 +94,9 @@ int RunChat(int argc, char** argv) {
   AddModelOptions(opts);
   AddPlanOptions(opts);
   AddSamplingOptions(opts);
+  AddChatTemplateOptions(opts);
   opts.add_options("chat")("sys,system-prompt", "system prompt (-sys as in llama.cpp)",
                            cxxopts::value<std::string>()->default_value(""))(
-      "chat-template", "force a template: chatml, llama3, llama2, bitnet", cxxopts::value<std::string>())(
       "n,n-predict", "maximum tokens per reply", cxxopts::value<int>()->default_value("512"))(
       "h,help", "show this help");
   cxxopts::ParseResult a;
@@ -109,13 +106,11 @@ int RunChat(int argc, char** argv) {
   SamplerParams sp;
   Status st = ParseSamplerParams(a, &sp);
   if (!st.ok()) return Fail(st);
-  // The canonical template name ("chatml", ...): forced by the flag, else the model's.
-  const char* tmpl = nullptr;
-  const bool forced = a.count("chat-template") > 0;
-  if (forced) {
-    tmpl = trine_chat_template_name(nullptr, a["chat-template"].as<std::string>().c_str());
-    if (tmpl == nullptr) return Fail(LastApiError());
-  }
+  // A forced template (a built-in's name or a Jinja template's text), else the model's own.
+  std::optional<std::string> forced;
+  st = ParseChatTemplateOption(a, &forced);
+  if (!st.ok()) return Fail(st);
+  const char* tmpl = forced ? forced->c_str() : nullptr;
 
   InstallCliLogSink();
   ApiModel model;
@@ -126,21 +121,11 @@ int RunChat(int argc, char** argv) {
   st = LoadModelAndContextApi(a, &model, &ctx, &path, &load_ms, true, &plan_summary);
   if (!st.ok()) return Fail(st);
   if (!plan_summary.empty()) std::fprintf(stderr, "%s\n", plan_summary.c_str());
-  if (!forced) {
-    tmpl = trine_chat_template_name(model.get(), nullptr);
-    if (tmpl == nullptr) return Fail(LastApiError());
-  }
+  const char* tmpl_name = trine_chat_template_name(model.get(), tmpl);
+  if (tmpl_name == nullptr) return Fail(LastApiError());
   std::vector<trine_token> probe;  // the tokenizer must exist before the first turn
   st = TokenizeApi(model.get(), "", false, false, &probe);
   if (!st.ok()) return Fail(st);
-  std::string end_of_turn(64, '\0');
-  const int32_t n_eot = trine_chat_end_of_turn(model.get(), tmpl, end_of_turn.data(),
-                                               static_cast<int32_t>(end_of_turn.size()));
-  if (n_eot < 0) return Fail(LastApiError());
-  end_of_turn.resize(static_cast<size_t>(n_eot));
-  // Templates that write BOS into their text get it from there; chatml relies on add_bos.
-  const bool bos_in_text = std::string(tmpl) != "chatml";
-  const bool add_bos = trine_model_add_bos(model.get());
   const int n_ctx = trine_context_n_ctx(ctx.get());
   ApiSampler sampler;
   st = CreateSamplerApi(sp, &sampler);
@@ -154,7 +139,7 @@ int RunChat(int argc, char** argv) {
   std::fprintf(stderr,
                "trine chat: %s, template %s, context %d. End a line with \\ or wrap lines in \"\"\" for more "
                "than one line; /clear starts over, /exit quits. Ctrl-C stops a reply, Ctrl-D quits.\n",
-               path.c_str(), tmpl, n_ctx);
+               path.c_str(), tmpl_name, n_ctx);
   // Message texts live in `texts` (a deque keeps them in place); `messages` points into it.
   std::deque<std::string> texts;
   std::vector<trine_chat_message> messages;
@@ -165,7 +150,7 @@ int RunChat(int argc, char** argv) {
     if (!system.empty()) messages.push_back({"system", texts.emplace_back(system).c_str()});
   };
   start_over();
-  size_t rendered = 0;
+  std::vector<trine_token> cached;  // what the KV cache holds
   Timings timings;
   const auto t_start = Clock::now();
   LineReader reader;
@@ -180,17 +165,22 @@ int RunChat(int argc, char** argv) {
       if (trine_context_kv_clear(ctx.get()) != TRINE_OK) return Fail(LastApiError());
       trine_sampler_reset(sampler.get());
       start_over();
-      rendered = 0;
+      cached.clear();
       std::printf("[conversation cleared]\n");
       continue;
     }
     messages.push_back({"user", texts.emplace_back(line).c_str()});
     std::string text;
-    st = RenderTail(model.get(), tmpl, messages, rendered, true, &text);
+    st = Render(model.get(), tmpl, messages, true, &text);
+    if (!st.ok()) {
+      // The template refused the conversation (e.g. roles that must alternate): say why, drop the turn.
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      messages.pop_back();
+      texts.pop_back();
+      continue;
+    }
+    st = Sync(ctx.get(), model.get(), text, &cached, sampler.get(), &timings);
     if (!st.ok()) return Fail(st);
-    st = Feed(ctx.get(), model.get(), text, rendered == 0 && !bos_in_text && add_bos, sampler.get(), &timings);
-    if (!st.ok()) return Fail(st);
-    rendered = messages.size();
 
     std::string reply;
     const auto t_gen = Clock::now();
@@ -205,16 +195,13 @@ int RunChat(int argc, char** argv) {
       std::fflush(stdout);
       if (trine_context_n_past(ctx.get()) >= n_ctx) return Fail("the context is full (start again with a larger -c)");
       if (trine_context_decode(ctx.get(), &next, 1, false) != TRINE_OK) return Fail(LastApiError());
+      cached.push_back(next);
       ++timings.n_gen;
     }
     timings.gen_ms += MsSince(t_gen);
     if (g_interrupted.load()) std::fprintf(stderr, " [stopped]");
     std::printf("\n");
-    // Close the assistant turn in the cache so the next turn follows the template.
-    st = Feed(ctx.get(), model.get(), end_of_turn, false, sampler.get(), &timings);
-    if (!st.ok()) return Fail(st);
     messages.push_back({"assistant", texts.emplace_back(reply).c_str()});
-    rendered = messages.size();
   }
   std::printf("\n");
   PrintTimings(load_ms, timings.prompt_ms, timings.n_prompt, timings.gen_ms, timings.n_gen, MsSince(t_start) + load_ms,

@@ -44,6 +44,7 @@ const std::vector<Foreign>& ForeignFlags() {
       {{"--multiline-input", "--color", "--cont-batching", "--no-cont-batching"}, Foreign::Value::kNone, {}},
       {{"--parallel"}, Foreign::Value::kRequired, {"serve"}},
       {{"--escape", "-e", "--no-escape"}, Foreign::Value::kNone, {"generate", "tokenize"}},
+      {{"--jinja", "--no-jinja"}, Foreign::Value::kNone, {}},
   };
   return flags;
 }
@@ -98,6 +99,10 @@ Outcome Handle(const std::string& command, const std::string& flag, const std::s
       fail(kExitError, "-np " + value + ": 'trine " + command +
                            "' runs one sequence; 'trine serve -np N' and 'trine bench -npl N' run several");
     }
+  } else if (flag == "--jinja") {
+    note("--jinja: trine always renders the model's Jinja chat template; nothing to switch");
+  } else if (flag == "--no-jinja") {
+    note("--no-jinja: choose a built-in format with --chat-template chatml|llama3|llama2|bitnet; ignored");
   } else if (flag == "--escape" || flag == "-e" || flag == "--no-escape") {
     // Escapes matter only where there is a prompt on the command line.
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profiler/plan_load.h"
+#include "tokenizer/chat_format.h"
 
 namespace trine::cli {
 
@@ -192,6 +193,39 @@ Status ReadTextFile(const std::string& path, std::string* out) {
   }
   ::close(fd);
   *out = std::move(text);
+  return Status::Ok();
+}
+
+void AddChatTemplateOptions(cxxopts::Options& options) {
+  options.add_options("chat template")(
+      "chat-template", "use a built-in format instead of the model's template: chatml, llama3, llama2, bitnet",
+      cxxopts::value<std::string>())("chat-template-file", "use this Jinja chat template instead of the model's",
+                                     cxxopts::value<std::string>());
+}
+
+Status ParseChatTemplateOption(const cxxopts::ParseResult& args, std::optional<std::string>* out) {
+  out->reset();
+  if (args.count("chat-template") && args.count("chat-template-file")) {
+    return InvalidArgument("give --chat-template or --chat-template-file, not both");
+  }
+  std::string source;
+  if (args.count("chat-template")) {
+    source = args["chat-template"].as<std::string>();
+  } else if (args.count("chat-template-file")) {
+    const std::string path = args["chat-template-file"].as<std::string>();
+    TRINE_RETURN_IF_ERROR(ReadTextFile(path, &source));
+    if (source.find("{{") == std::string::npos && source.find("{%") == std::string::npos) {
+      return InvalidArgument(path + ": not a Jinja template (no {{ or {% in it)");
+    }
+  } else {
+    return Status::Ok();
+  }
+  std::unique_ptr<ChatFormat> format;
+  const Status st = ChatFormat::Named(source, ChatFormat::SpecialTokens(), &format);
+  if (!st.ok()) {
+    return Status(st.code(), (args.count("chat-template-file") ? args["chat-template-file"].as<std::string>() + ": " : "") + st.message());
+  }
+  *out = std::move(source);
   return Status::Ok();
 }
 

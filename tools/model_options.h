@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -51,6 +52,14 @@ Status LoadModelAndContext(const cxxopts::ParseResult& args, std::unique_ptr<Mod
 void AddSamplingOptions(cxxopts::Options& options);
 // Reads and validates them; a negative seed means "from the clock".
 Status ParseSamplerParams(const cxxopts::ParseResult& args, SamplerParams* params);
+
+// --chat-template NAME (a built-in format) and --chat-template-file FILE (a Jinja template), as
+// llama.cpp spells them (chat, serve).
+void AddChatTemplateOptions(cxxopts::Options& options);
+// The forced template -- a built-in's name or a Jinja template's text -- or nullopt for the
+// model's own; errors for an unknown name, an unreadable file, a template that does not parse, or
+// both flags at once.
+Status ParseChatTemplateOption(const cxxopts::ParseResult& args, std::optional<std::string>* out);
 
 // Reads a whole text file.
 Status ReadTextFile(const std::string& path, std::string* out);

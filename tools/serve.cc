@@ -39,6 +39,7 @@ int RunServe(int argc, char** argv) {
   AddModelOptions(opts);
   AddPlanOptions(opts);
   AddSamplingOptions(opts);
+  AddChatTemplateOptions(opts);
   opts.add_options("server")("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
       "port", "port to listen on (0: any free port, printed)", cxxopts::value<int>()->default_value("8080"))(
       "parallel", "sequences decoded at once (-np N, as llama-server)", cxxopts::value<int>()->default_value("4"))(
@@ -46,7 +47,6 @@ int RunServe(int argc, char** argv) {
       "api-key", "require 'Authorization: Bearer KEY'", cxxopts::value<std::string>())(
       "api-key-file", "read the API key from the first line of a file", cxxopts::value<std::string>())(
       "alias", "model id in responses (default: the file name)", cxxopts::value<std::string>())(
-      "chat-template", "chatml, llama3, llama2 or bitnet (default: from the model)", cxxopts::value<std::string>())(
       "timeout", "read/write timeout of a connection, seconds", cxxopts::value<int>()->default_value("600"))(
       "max-body", "largest request body, bytes", cxxopts::value<int64_t>()->default_value("1048576"))(
       "queue", "requests that may wait for a sequence (more get 503)", cxxopts::value<int>()->default_value("64"))(
@@ -77,13 +77,9 @@ int RunServe(int argc, char** argv) {
     Status st = ReadApiKeyFile(a["api-key-file"].as<std::string>(), &so.api_key);
     if (!st.ok()) return Fail(st);
   }
-  if (a.count("chat-template")) {
-    ChatTemplate t;
-    Status st = ParseChatTemplateName(a["chat-template"].as<std::string>(), &t);
-    if (!st.ok()) return Fail(st);
-    so.chat_template = t;
-  }
-  Status st = ParseSamplerParams(a, &so.sampling);
+  Status st = ParseChatTemplateOption(a, &so.chat_template);
+  if (!st.ok()) return Fail(st);
+  st = ParseSamplerParams(a, &so.sampling);
   if (!st.ok()) return Fail(st);
   ContextParams cp;
   st = ParseContextParams(a, &cp);

@@ -423,22 +423,27 @@ typedef struct trine_chat_message {
   const char* content;
 } trine_chat_message;
 
-/* Renders a conversation in a chat format (no Jinja: chatml, llama3, llama2, bitnet).
- * @param model  may be NULL when tmpl is given; gives the BOS text templates put at the start
- * @param tmpl   template name ("chatml", "llama3", "llama2", "bitnet"), or NULL for the model's
- *               own tokenizer.chat_template (recognised by its markers; chatml when absent)
- * @param add_assistant  open the assistant's turn at the end
+/* Renders a conversation with a chat template: the model's own Jinja tokenizer.chat_template
+ * (rendered as Hugging Face's transformers renders it), a built-in format by name, or a Jinja
+ * template given as text.
+ * @param model  may be NULL when tmpl is given; gives bos_token / eos_token to the template
+ * @param tmpl   NULL for the model's own template (chatml when the file has none); a built-in's
+ *               name ("chatml", "llama3", "llama2", "bitnet"); or a Jinja template's text
+ *               (anything containing "{{" or "{%")
+ * @param add_assistant  open the assistant's turn at the end (add_generation_prompt)
  * @return bytes of the text, or -(needed) when size is too small, or TRINE_SIZE_ERROR
- *         (INVALID_ARGUMENT for an unknown name, a NULL or unknown role or NULL content,
- *         UNSUPPORTED for an unrecognised model template).
+ *         (INVALID_ARGUMENT for an unknown name, a NULL or unknown role, NULL content, a template
+ *         that does not parse or that refuses the conversation -- its raise_exception() message --
+ *         and UNSUPPORTED for a model template trine cannot render; the message names the
+ *         construct).
  * To render one turn of a running chat, render the conversation before and after it and send
  * the new tail. Thread-safe. */
 TRINE_API int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl,
                                             const trine_chat_message* messages, size_t n_messages,
                                             bool add_assistant, char* buf, int32_t size);
 
-/* Canonical name of the template trine_chat_apply_template would use for (model, tmpl), e.g.
- * "llama3"; static storage. NULL on error (as trine_chat_apply_template). Thread-safe. */
+/* Canonical name of the template trine_chat_apply_template would use for (model, tmpl): "jinja"
+ * for a Jinja template, else the built-in's name, e.g. "llama3"; static storage. NULL on error (as trine_chat_apply_template). Thread-safe. */
 TRINE_API const char* trine_chat_template_name(const trine_model* model, const char* tmpl);
 
 /* The text the template writes after an assistant reply (e.g. "<|im_end|>\n"), to close a turn

@@ -22,7 +22,7 @@
 #include "runtime/context.h"
 #include "runtime/generate.h"
 #include "sampler/sampler.h"
-#include "tokenizer/chat_template.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 #if defined(TRINE_PROJECT_VERSION_MAJOR)
@@ -288,17 +288,21 @@ std::string Describe(const trine::Model& model, uint64_t n_params) {
   return d;
 }
 
-bool ResolveChatTemplate(const char* fn, const trine_model* model, const char* tmpl, trine::ChatTemplate* out) {
+// The format `tmpl` names (a built-in's name or a Jinja template's text), or the model's own.
+bool ResolveChatFormat(const char* fn, const trine_model* model, const char* tmpl,
+                       std::unique_ptr<trine::ChatFormat>* out) {
   trine::Status st;
+  const ModelState* m = model != nullptr ? ModelOf(fn, model) : nullptr;
+  if (model != nullptr && m == nullptr) return false;
+  trine::ChatFormat::SpecialTokens tokens;
+  if (m != nullptr) tokens = trine::ChatFormat::TokensOf(m->model->vocab());
   if (tmpl != nullptr) {
-    st = trine::ParseChatTemplateName(tmpl, out);
+    st = trine::ChatFormat::Named(tmpl, tokens, out);
+  } else if (m == nullptr) {
+    InvalidArg(fn, "model and tmpl are both NULL (give a template name or a model)");
+    return false;
   } else {
-    const ModelState* m = ModelOf(fn, model);
-    if (m == nullptr) {
-      InvalidArg(fn, "model and tmpl are both NULL (give a template name or a model)");
-      return false;
-    }
-    st = trine::DetectChatTemplate(m->model->vocab().chat_template(), out);
+    st = trine::ChatFormat::ForModel(m->model->vocab().chat_template(), tokens, out);
   }
   if (!st.ok()) {
     Fail(st);
@@ -368,12 +372,6 @@ bool SeqInRange(const char* fn, const trine_context* ctx, int32_t seq_id) {
   SetErrorF(TRINE_ERROR_INVALID_ARGUMENT, "%s: seq_id %d is out of range [0, %d) (n_seq_max)", fn, seq_id,
             ctx->ctx->n_seq_max());
   return false;
-}
-
-std::string BosText(const trine_model* model) {
-  if (model == nullptr || !model->state) return "";
-  const trine::Vocab& v = model->state->model->vocab();
-  return v.InRange(v.bos()) ? v.token(v.bos()) : "";
 }
 
 }  // namespace
@@ -1005,8 +1003,8 @@ int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl, co
   static const char* fn = "trine_chat_apply_template";
   return Guard(fn, kSizeError, [&]() -> int32_t {
     if (messages == nullptr && n_messages > 0) return InvalidArg(fn, "messages is NULL but n_messages > 0"), kSizeError;
-    trine::ChatTemplate t;
-    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return kSizeError;
+    std::unique_ptr<trine::ChatFormat> format;
+    if (!ResolveChatFormat(fn, model, tmpl, &format)) return kSizeError;
     std::vector<trine::ChatMessage> msgs;
     msgs.reserve(n_messages);
     for (size_t i = 0; i < n_messages; ++i) {
@@ -1022,25 +1020,28 @@ int32_t trine_chat_apply_template(const trine_model* model, const char* tmpl, co
       }
       msgs.push_back({messages[i].role, messages[i].content});
     }
-    return WriteText(fn, trine::RenderChat(t, msgs, 0, add_assistant, BosText(model)), buf, size);
+    std::string text;
+    const trine::Status st = format->Render(msgs, add_assistant, &text);
+    if (!st.ok()) return Fail(st), kSizeError;
+    return WriteText(fn, text, buf, size);
   });
 }
 
 const char* trine_chat_template_name(const trine_model* model, const char* tmpl) {
   static const char* fn = "trine_chat_template_name";
   return Guard(fn, static_cast<const char*>(nullptr), [&]() -> const char* {
-    trine::ChatTemplate t;
-    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return nullptr;
-    return trine::ChatTemplateName(t);
+    std::unique_ptr<trine::ChatFormat> format;
+    if (!ResolveChatFormat(fn, model, tmpl, &format)) return nullptr;
+    return format->name();
   });
 }
 
 int32_t trine_chat_end_of_turn(const trine_model* model, const char* tmpl, char* buf, int32_t size) {
   static const char* fn = "trine_chat_end_of_turn";
   return Guard(fn, kSizeError, [&]() -> int32_t {
-    trine::ChatTemplate t;
-    if (!ResolveChatTemplate(fn, model, tmpl, &t)) return kSizeError;
-    return WriteText(fn, trine::EndOfAssistantTurn(t), buf, size);
+    std::unique_ptr<trine::ChatFormat> format;
+    if (!ResolveChatFormat(fn, model, tmpl, &format)) return kSizeError;
+    return WriteText(fn, format->EndOfAssistantTurn(), buf, size);
   });
 }
 

@@ -115,14 +115,16 @@ Status Server::Ready(std::unique_ptr<Model> model, std::unique_ptr<Context> ctx)
   ctx_ = std::move(ctx);
   TRINE_RETURN_IF_ERROR(Tokenizer::Create(model_->shared_vocab(), &tokenizer_));
   if (options_.chat_template) {
-    template_ = *options_.chat_template;
+    TRINE_RETURN_IF_ERROR(ChatFormat::Named(*options_.chat_template, ChatFormat::TokensOf(model_->vocab()), &format_));
   } else {
-    // A template trine does not know still leaves /v1/completions and the rest serving; only chat
+    // A template trine cannot render still leaves /v1/completions and the rest serving; only chat
     // requests are refused, with the flag that fixes it.
-    template_status_ = DetectChatTemplate(model_->vocab().chat_template(), &template_);
+    template_status_ = ChatFormat::ForVocab(model_->vocab(), &format_);
     if (!template_status_.ok()) {
       std::fprintf(stderr, "trine serve: warning: %s; /v1/chat/completions is off until --chat-template is given\n",
                    template_status_.message().c_str());
+    } else if (!format_->note().empty()) {
+      std::fprintf(stderr, "trine serve: note: %s\n", format_->note().c_str());
     }
   }
   const Vocab& v = model_->vocab();
@@ -264,7 +266,7 @@ void Server::Routes() {
                                       {{"n_vocab", ctx_->n_vocab()},
                                        {"n_ctx", ctx_->n_ctx()},
                                        {"n_parallel", ctx_->n_seq_max()},
-                                       {"chat_template", template_status_.ok() ? ChatTemplateName(template_) : "none"}}}}})}});
+                                       {"chat_template", format_ ? format_->name() : "none"}}}}})}});
   };
   s.Get("/v1/models", guard(true, models));
   s.Get("/models", guard(true, models));
@@ -332,14 +334,22 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   if (!ok) return Error(res, err);
   if (chat && !template_status_.ok()) {
     return Error(res, {400, "this model's chat template is not one trine renders (" + template_status_.message() +
-                                "): start the server with --chat-template chatml|llama3|llama2|bitnet, or use /v1/completions",
+                                "): start the server with --chat-template NAME or --chat-template-file FILE, or use /v1/completions",
                        "messages"});
   }
   const Job& job = ex->job;
   std::vector<TokenId> prompt;
-  Status st = chat ? tokenizer_->Tokenize(RenderChat(template_, job.messages, 0, true, bos_text_),
-                                          template_ == ChatTemplate::kChatml, true, &prompt)
-                   : tokenizer_->Tokenize(job.prompt, true, true, &prompt);
+  Status st;
+  if (chat) {
+    std::string text;
+    st = format_->Render(job.messages, true, &text);
+    if (!st.ok()) return Error(res, {400, st.message(), "messages"});
+    // Templates that write the BOS text themselves get no second one.
+    const bool bos_in_text = !bos_text_.empty() && text.compare(0, bos_text_.size(), bos_text_) == 0;
+    st = tokenizer_->Tokenize(text, !bos_in_text, true, &prompt);
+  } else {
+    st = tokenizer_->Tokenize(job.prompt, true, true, &prompt);
+  }
   if (!st.ok()) return Error(res, {400, st.message(), chat ? "messages" : "prompt"});
   ex->id = RandomId(chat ? "chatcmpl-" : "cmpl-");
   ex->created = UnixNow();

@@ -23,7 +23,7 @@
 #include "runtime/scheduler.h"
 #include "sampler/sampler.h"
 #include "server/openai.h"
-#include "tokenizer/chat_template.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trine::server {
@@ -38,7 +38,7 @@ struct ServerOptions {
   int max_waiting = 64;        // requests queued beyond the busy sequences; more get 503
   int n_parallel = 4;          // sequences (-np): with max_waiting, sizes the connection threads
   int drain_s = 30;            // on SIGTERM: how long in-flight requests may finish
-  std::optional<ChatTemplate> chat_template;  // forced (--chat-template)
+  std::optional<std::string> chat_template;  // forced: a built-in's name or a Jinja template's text
   SamplerParams sampling;      // defaults for fields a request leaves out
 };
 
@@ -87,7 +87,7 @@ class Server {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  ChatTemplate template_ = ChatTemplate::kChatml;
+  std::unique_ptr<ChatFormat> format_;  // null when the model's template cannot be rendered
   Status template_status_;  // not ok: the model's template is unknown and no --chat-template was given
   std::string bos_text_;
   // Before scheduler_: exchanges it holds count themselves out of flight when they go.

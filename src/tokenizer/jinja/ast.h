@@ -37,6 +37,7 @@ struct Expr {
   std::vector<ExprPtr> kids;
   std::vector<std::string> kwnames;
   bool negated = false;  // kTest: "is not"
+  int depth = 1;         // levels of this subtree (the parser bounds it)
 };
 
 struct Node;

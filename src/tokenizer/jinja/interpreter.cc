@@ -86,6 +86,17 @@ void Interpreter::CheckSize(size_t bytes) const {
   }
 }
 
+// Nested statements and expressions (macros calling macros, each with nested blocks) recurse in
+// C++; beyond this depth the render stops rather than risk the stack.
+constexpr int kMaxNesting = 3000;
+
+Interpreter::Nesting::Nesting(Interpreter* interp) : in(interp) {
+  if (++in->depth_ > kMaxNesting) {
+    --in->depth_;
+    throw Error("the template nests more than " + std::to_string(kMaxNesting) + " levels deep while rendering");
+  }
+}
+
 void Interpreter::Step() {
   if (++steps_ > options_.limits.max_steps) {
     throw Error("the template ran more than " + std::to_string(options_.limits.max_steps) + " steps");
@@ -118,6 +129,7 @@ Interpreter::Flow Interpreter::Exec(const Body& body, std::string* out) {
 
 Interpreter::Flow Interpreter::ExecNode(const Node& n, std::string* out) {
   Step();
+  Nesting nesting(this);
   try {
     switch (n.kind) {
       case Node::Kind::kText: Emit(n.text, out); return Flow::kNormal;
@@ -365,6 +377,7 @@ Value Interpreter::EvalCall(const Expr& e) {
 
 Value Interpreter::Eval(const Expr& e) {
   Step();
+  Nesting nesting(this);
   switch (e.kind) {
     case Expr::Kind::kLiteral: return e.literal;
     case Expr::Kind::kName: return Lookup(e.name, e.line);

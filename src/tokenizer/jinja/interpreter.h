@@ -38,12 +38,18 @@ class Interpreter {
   Value Lookup(const std::string& name, int line) const;
   void Assign(const std::string& name, Value v);
   void Emit(const std::string& s, std::string* out) const;
+  struct Nesting {
+    explicit Nesting(Interpreter* in);
+    ~Nesting() { --in->depth_; }
+    Interpreter* in;
+  };
 
   RenderOptions options_;
   Object builtins_;
   std::vector<std::shared_ptr<Object>> scopes_;  // [0] = template globals, innermost last
   uint64_t steps_ = 0;
   int call_depth_ = 0;
+  int depth_ = 0;  // statements and expressions being evaluated, nested (bounds the C++ stack)
 };
 
 // ---- Built-ins (builtins.cc) -------------------------------------------------------------------

@@ -10,6 +10,9 @@ using T = Token::Type;
 // Nesting deeper than this is refused: it guards the recursive descent's stack against inputs like
 // "((((((...". Real templates nest a few levels.
 constexpr int kMaxDepth = 200;
+// Expression trees deeper than this are refused: chains such as 1+1+1+... or a.b.c.d... build
+// them without recursion here, but evaluating and freeing them recurses.
+constexpr int kMaxExprDepth = 400;
 
 class Parser {
  public:
@@ -313,8 +316,17 @@ class Parser {
       } else {
         c->kids.push_back(nullptr);
       }
-      e = std::move(c);
+      e = Deepen(std::move(c));
     }
+    return e;
+  }
+
+  // Sets e's depth from its children's.
+  ExprPtr Deepen(ExprPtr e) {
+    for (const auto& k : e->kids) {
+      if (k && k->depth + 1 > e->depth) e->depth = k->depth + 1;
+    }
+    if (e->depth > kMaxExprDepth) Fail("expression nested too deeply (more than 400 levels)");
     return e;
   }
 
@@ -323,7 +335,7 @@ class Parser {
     b->name = op;
     b->kids.push_back(std::move(lhs));
     b->kids.push_back(std::move(rhs));
-    return b;
+    return Deepen(std::move(b));
   }
 
   ExprPtr ParseOr() {
@@ -353,7 +365,7 @@ class Parser {
       Advance();
       u->name = "not";
       u->kids.push_back(ParseNot());
-      return u;
+      return Deepen(std::move(u));
     }
     return ParseCompare();
   }
@@ -430,6 +442,7 @@ class Parser {
       e->name = Cur().text;
       Advance();
       e->kids.push_back(ParseUnary(false));
+      e = Deepen(std::move(e));
     } else {
       e = ParsePrimary();
     }
@@ -493,7 +506,7 @@ class Parser {
         tuple->kids.push_back(ParseExpression());
       }
       ExpectOp(")");
-      return tuple;
+      return Deepen(std::move(tuple));
     }
     if (IsOp("[")) {
       Advance();
@@ -504,7 +517,7 @@ class Parser {
         Advance();
       }
       ExpectOp("]");
-      return list;
+      return Deepen(std::move(list));
     }
     if (IsOp("{")) {
       Advance();
@@ -517,7 +530,7 @@ class Parser {
         Advance();
       }
       ExpectOp("}");
-      return dict;
+      return Deepen(std::move(dict));
     }
     Fail("unexpected " + Describe(tok) + " in an expression");
   }
@@ -539,15 +552,15 @@ class Parser {
           g->name = ExpectName("an attribute name after '.'");
           g->kids.push_back(std::move(e));
         }
-        e = std::move(g);
+        e = Deepen(std::move(g));
       } else if (IsOp("[")) {
         Advance();
-        e = ParseSubscript(std::move(e), line);
+        e = Deepen(ParseSubscript(std::move(e), line));
       } else if (IsOp("(")) {
         ExprPtr call = Make(Expr::Kind::kCall, line);
         call->kids.push_back(std::move(e));
         ParseCallArgs(call.get());
-        e = std::move(call);
+        e = Deepen(std::move(call));
       } else {
         return e;
       }
@@ -615,7 +628,7 @@ class Parser {
       }
       f->kids.push_back(std::move(input));
       if (IsOp("(")) ParseCallArgs(f.get());
-      input = std::move(f);
+      input = Deepen(std::move(f));
     } while (IsOp("|"));
     return input;
   }
@@ -642,7 +655,7 @@ class Parser {
           if (IsName("is")) Fail("tests cannot be chained with 'is'");
           t->kids.push_back(ParsePostfix(ParsePrimary()));
         }
-        e = std::move(t);
+        e = Deepen(std::move(t));
       } else {
         return e;
       }
