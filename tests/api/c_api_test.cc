@@ -655,6 +655,24 @@ TEST(CApi, ChatTemplates) {
   EXPECT_EQ(trine_chat_end_of_turn(m, nullptr, buf, sizeof(buf)), 11);
   EXPECT_STREQ(buf, "<|im_end|>\n");
 
+  // A Jinja template's text in place of a name: rendered with the model's bos_token.
+  const char* jinja = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>{% endfor %}"
+                      "{% if add_generation_prompt %}<assistant>{% endif %}";
+  const int32_t nj = trine_chat_apply_template(m, jinja, msgs, 2, true, buf, sizeof(buf));
+  ASSERT_GT(nj, 0) << trine_last_error();
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(nj)), "<s><system>Be brief.</system><user>Hi</user><assistant>");
+  EXPECT_STREQ(trine_chat_template_name(m, jinja), "jinja");
+  const int32_t ne = trine_chat_end_of_turn(m, jinja, buf, sizeof(buf));
+  ASSERT_GE(ne, 0) << trine_last_error();
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(ne)), "</assistant>");
+  // A template that refuses the conversation: INVALID_ARGUMENT with the template's own words.
+  EXPECT_EQ(trine_chat_apply_template(m, "{{ raise_exception('System role not supported') }}", msgs, 2, true, buf, 256),
+            TRINE_SIZE_ERROR);
+  EXPECT_EQ(trine_last_status(), TRINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(trine_last_error()).find("System role not supported"), std::string::npos) << trine_last_error();
+  EXPECT_EQ(trine_chat_apply_template(m, "{% if %}", msgs, 2, true, buf, 256), TRINE_SIZE_ERROR);
+  EXPECT_NE(std::string(trine_last_error()).find("line 1"), std::string::npos) << trine_last_error();
+
   const trine_chat_message null_role[] = {{nullptr, "x"}};
   const trine_chat_message tool_role[] = {{"tool", "x"}};
   const std::vector<std::pair<const char*, std::function<bool()>>> calls = {

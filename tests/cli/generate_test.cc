@@ -295,6 +295,33 @@ TEST(Chat, MultiLineTurnsClearAndExit) {
   EXPECT_NE(err.find("eval time"), std::string::npos) << err;
 }
 
+// A real model's Jinja template (Llama 3.1's, with its system header) drives the chat; each turn
+// evaluates only what the KV cache does not already hold, so the prompt tokens of two turns stay
+// below twice the second turn's whole conversation.
+TEST(Chat, JinjaTemplateFromAFile) {
+  const std::string tmpl = std::string(TRINE_TEST_DATA_DIR) + "/chat_templates/meta-llama-Llama-3.1-8B-Instruct.jinja";
+  // Prompt tokens evaluated over a chat of `input`, from the timings line.
+  const auto prompt_tokens = [&](const std::string& input) {
+    std::string out, err;
+    EXPECT_EQ(RunTrineWithInput("chat --chat-template-file " + tmpl + " -n 6 --temp 0", input, &out, &err), 0) << err;
+    EXPECT_NE(err.find("template jinja"), std::string::npos) << err;
+    const size_t at = err.find("prompt eval time");
+    const size_t slash = at == std::string::npos ? at : err.find("/ ", at);
+    return slash == std::string::npos ? -1 : std::atoi(err.c_str() + slash + 2);
+  };
+  const int one = prompt_tokens("Tell me a story.\n");
+  const int two = prompt_tokens("Tell me a story.\nAnd then?\n");
+  ASSERT_GT(one, 20);
+  EXPECT_GT(two, one);
+  EXPECT_LT(two, 2 * one) << "the second turn re-evaluated the conversation instead of appending to it";
+
+  std::string out, err;
+  EXPECT_EQ(RunTrineWithInput("chat --chat-template-file /nonexistent.jinja", "hi\n", &out, &err), 1);
+  EXPECT_NE(err.find("/nonexistent.jinja"), std::string::npos) << err;
+  EXPECT_EQ(RunTrineWithInput("chat --chat-template chatml --chat-template-file " + tmpl, "hi\n", &out, &err), 1);
+  EXPECT_NE(err.find("not both"), std::string::npos) << err;
+}
+
 TEST(Chat, UnknownTemplateIsAnError) {
   std::string out, err;
   EXPECT_EQ(RunTrineWithInput("chat --chat-template vicuna", "hi\n", &out, &err), 1);
