@@ -57,7 +57,29 @@ const Selection& GetSelection() {
   return s;
 }
 
+#if defined(TRINE_HAVE_ONEDNN)
+// oneDNN for F32 weights only with TRINE_ONEDNN=1. It is faster (kernels/README.md, "oneDNN"), but
+// its summation order follows the batch's token count and the thread's row slice, so logits would
+// change with -t and with the sequences batched beside a request; the hand-written kernel keeps
+// each row's result independent of both, which trine promises by default.
+bool OneDnnEnabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("TRINE_ONEDNN");
+    return env != nullptr && std::strcmp(env, "1") == 0 && OneDnnAvailable();
+  }();
+  return on;
+}
+#endif
+
 }  // namespace
+
+#if !defined(TRINE_HAVE_ONEDNN)
+bool OneDnnAvailable() { return false; }
+void GemmF32OneDnn(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1, float scale) {
+  GemmRef(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+}
+#endif
 
 const char* IsaName(Isa isa) {
   switch (isa) {
@@ -154,6 +176,12 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
     case TypeId::kF32:
       fn = t.f32;
       what = "f32 x f32";
+#if defined(TRINE_HAVE_ONEDNN)
+      if (isa != Isa::kRef && OneDnnEnabled()) {
+        fn = GemmF32OneDnn;
+        what = "f32 x f32 oneDNN matmul";
+      }
+#endif
       break;
     case TypeId::kQ8_0:
       fn = t.q8_0;

@@ -86,6 +86,14 @@ QuantizeRowFn ActiveQuantizeRow(TypeId to);
 // GemmDequantF32 (the scalar reference) on the ref ISA / where it has none. *name as SelectGemm.
 GemmFn SelectGemmF32Act(TypeId type, Isa isa, std::string* name);
 
+// oneDNN's f32 matmul as a GemmFn for F32 weights x fp32 activations (kernels/onednn/), where this
+// build has oneDNN: OneDnnAvailable() says so. SelectGemm picks it for F32 weights on the SIMD ISAs
+// only with TRINE_ONEDNN=1: within float rounding of GemmRef, but its summation order depends on
+// the token count and row slice, so results change with threads and batching (off by default).
+bool OneDnnAvailable();
+void GemmF32OneDnn(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                   int64_t r0, int64_t r1, float scale);
+
 // The fp16-cache attention kernel of `isa` (AttnF16Ref when it has none).
 AttnF16Fn SelectAttnF16(Isa isa);
 // The attention kernel over F16 / Q8_0 / Q4_0 K and V rows of `isa` (AttnRef when it has none).
