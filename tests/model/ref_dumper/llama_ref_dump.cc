@@ -1,13 +1,13 @@
 // Reference dumper over llama.cpp's public C API (llama.h): writes the parity reference JSON that
-// tests/model/llama1b_parity_test.cc reads, and optionally every intermediate F32 tensor of one
+// tests/model/llama1b_shape_parity_test.cc reads, and optionally every intermediate F32 tensor of one
 // prompt's evaluation (for locating where two runtimes first depart). Not built by trine's build:
 // it links against a llama.cpp build. See tests/model/ref_dumper/README.md for the commands.
 //
 // Usage: llama_ref_dump MODEL.gguf OUT.json [--top-k K] [--dump-dir DIR --dump-prompt I]
-//                      [--n-batch N] [--threads T] [prompt ...]
+//                      [--threads T] [--perturb NAME] [prompt ...]
 // Settings follow models/ref/README.md: BOS added (add_special), the whole prompt as one batch,
-// n_ctx 256, n_batch = n_ubatch = 256 (--n-batch changes both: an experiment knob), KV F16, flash
-// attention auto, 2 threads; greedy (lowest id on ties) for 32 tokens, each decoded alone.
+// n_ctx 256, n_batch = n_ubatch = 256, KV F16, flash attention auto, 2 threads (--threads T);
+// greedy (lowest id on ties) for 32 tokens, each decoded alone.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -24,6 +24,7 @@
 namespace {
 
 struct DumpState {
+  std::string perturb;  // --perturb NAME: every tensor of that name, even elements moved up 1 ulp
   bool on = false;
   std::string dir;
   FILE* index = nullptr;
@@ -32,11 +33,23 @@ struct DumpState {
 
 // Every F32 tensor of the graph, as raw little-endian floats DIR/NNN_name.bin, listed with its
 // shape in DIR/index.txt ("NNN name ne0 ne1 ne2 ne3").
+// With --perturb NAME, every F32 tensor named NAME has its even-indexed elements moved up by one
+// ulp (nextafterf) before the rest of the graph reads it: an ulp-level change of the kind a
+// different summation order makes, to measure how far llama.cpp's own logits move under it.
+void Perturb(ggml_tensor* t) {
+  std::vector<float> buf(static_cast<size_t>(ggml_nelements(t)));
+  ggml_backend_tensor_get(t, buf.data(), 0, buf.size() * sizeof(float));
+  for (size_t i = 0; i < buf.size(); i += 2) buf[i] = std::nextafter(buf[i], INFINITY);
+  ggml_backend_tensor_set(t, buf.data(), 0, buf.size() * sizeof(float));
+}
+
 bool EvalCallback(ggml_tensor* t, bool ask, void* user) {
   DumpState* s = static_cast<DumpState*>(user);
-  if (!s->on) return false;
-  if (ask) return t->type == GGML_TYPE_F32;
-  if (t->type != GGML_TYPE_F32) return true;
+  const bool perturb = !s->perturb.empty() && s->perturb == t->name && t->type == GGML_TYPE_F32 &&
+                       ggml_is_contiguous(t);
+  if (ask) return perturb || (s->on && t->type == GGML_TYPE_F32);
+  if (perturb) Perturb(t);
+  if (!s->on || t->type != GGML_TYPE_F32) return true;
   const int64_t n = ggml_nelements(t);
   std::vector<float> buf(static_cast<size_t>(n));
   if (ggml_is_contiguous(t)) {
@@ -70,7 +83,31 @@ bool EvalCallback(ggml_tensor* t, bool ask, void* user) {
   return true;
 }
 
-std::string JsonString(const std::string& s) {
+// Length of the well-formed UTF-8 sequence at s[i] (0: ill-formed, e.g. a token piece that ends
+// inside a character).
+size_t Utf8Len(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return 0;
+  }
+  return n;
+}
+
+// A JSON string; bytes that are not well-formed UTF-8 become U+FFFD (the JSON must stay valid).
+std::string JsonString(const std::string& raw) {
+  std::string s;
+  for (size_t i = 0; i < raw.size();) {
+    const size_t n = Utf8Len(raw, i);
+    if (n == 0) {
+      s += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      s.append(raw, i, n);
+      i += n;
+    }
+  }
   std::string o = "\"";
   for (unsigned char c : s) {
     if (c == '"' || c == '\\') {
@@ -99,6 +136,23 @@ std::vector<int> TopK(const float* l, int n, int k) {
   return ids;
 }
 
+// FNV-1a 64 of the model file's bytes: the test checks that the file it made with trine mkmodel
+// is the one this reference was computed from.
+std::string FileFnv1a64(const char* path) {
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return "";
+  uint64_t h = 1469598103934665603ull;
+  std::vector<unsigned char> buf(1 << 20);
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ buf[i]) * 1099511628211ull;
+  }
+  std::fclose(f);
+  char out[32];
+  std::snprintf(out, sizeof(out), "%016" PRIx64, h);
+  return out;
+}
+
 std::string Piece(const llama_vocab* vocab, int tok) {
   char buf[256];
   const int n = llama_token_to_piece(vocab, tok, buf, sizeof(buf), 0, false);
@@ -110,13 +164,14 @@ std::string Piece(const llama_vocab* vocab, int tok) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s MODEL.gguf OUT.json [--top-k K] [--dump-dir DIR --dump-prompt I] "
-                         "[--n-batch N] [--threads T] [prompt ...]\n", argv[0]);
+                         "[--threads T] [--perturb NAME] [prompt ...]\n", argv[0]);
     return 2;
   }
   const char* model_path = argv[1];
   const char* out_path = argv[2];
-  int top_k = 64, dump_prompt = -1, n_batch = 256, n_threads = 2;
-  std::string dump_dir;
+  int top_k = 64, dump_prompt = -1, n_threads = 2;
+  const int n_batch = 256;
+  std::string dump_dir, perturb;
   std::vector<std::string> prompts;
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
@@ -126,8 +181,8 @@ int main(int argc, char** argv) {
       dump_dir = argv[++i];
     } else if (a == "--dump-prompt" && i + 1 < argc) {
       dump_prompt = std::atoi(argv[++i]);
-    } else if (a == "--n-batch" && i + 1 < argc) {
-      n_batch = std::atoi(argv[++i]);
+    } else if (a == "--perturb" && i + 1 < argc) {
+      perturb = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
       n_threads = std::atoi(argv[++i]);
     } else {
@@ -147,6 +202,7 @@ int main(int argc, char** argv) {
   const int n_vocab = llama_vocab_n_tokens(vocab);
 
   DumpState dump;
+  dump.perturb = perturb;
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = 256;
   cp.n_batch = static_cast<uint32_t>(n_batch);
@@ -156,7 +212,7 @@ int main(int argc, char** argv) {
   cp.type_k = GGML_TYPE_F16;
   cp.type_v = GGML_TYPE_F16;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
-  if (!dump_dir.empty()) {
+  if (!dump_dir.empty() || !perturb.empty()) {
     cp.cb_eval = EvalCallback;
     cp.cb_eval_user_data = &dump;
   }
@@ -168,7 +224,10 @@ int main(int argc, char** argv) {
 
   FILE* out = std::fopen(out_path, "w");
   if (out == nullptr) return 1;
-  std::fprintf(out, "{\n\"model_file\": %s,\n\"n_vocab\": %d,\n", JsonString(model_path).c_str(), n_vocab);
+  std::string base = model_path;
+  base = base.substr(base.find_last_of('/') == std::string::npos ? 0 : base.find_last_of('/') + 1);
+  std::fprintf(out, "{\n\"model_file\": %s,\n\"model_fnv1a64\": \"%s\",\n\"n_vocab\": %d,\n",
+               JsonString(base).c_str(), FileFnv1a64(model_path).c_str(), n_vocab);
   std::fprintf(out,
                "\"settings\": {\"n_ctx\": 256, \"n_batch\": %d, \"n_ubatch\": %d, \"n_threads\": %d, "
                "\"flash_attn_type\": \"auto\", \"type_k\": \"f16\", \"type_v\": \"f16\", \"add_special\": true, "
