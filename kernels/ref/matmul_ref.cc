@@ -400,6 +400,12 @@ float TernaryScale(const WeightView& w, const uint8_t* row, int64_t b) {
 
 }  // namespace
 
+// Ternary rows sum one fp32 term per 256-block, block by block: acc += float(sumi) * (d_w * d_a),
+// the order of llama.cpp's generic kernel. Its x86 AVX2 kernel (used on AVX-512 machines too) keeps
+// 8 fp32 lanes of partial integer sums instead; the two differ by an ulp, which the Q8_K rounding of
+// the next matmul's activations amplifies to the 0.03-0.08 logit gap of issue 34 at the llama-1b
+// shape (tests/model/ref_dumper/README.md; its experiments/ patch is that order, which makes the
+// logits agree within 1e-6). Every ternary kernel reproduces this order bit for bit.
 void GemmRef(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
              int64_t r0, int64_t r1, float scale) {
   const int64_t n = w.cols;

@@ -14,6 +14,7 @@
 #include "core/team.h"
 #include "kernels.h"
 #include "runtime/ops.h"
+#include "runtime/tensor_dump.h"
 #include "tensor/blocks.h"
 #include "tensor/quantize_ref.h"
 
@@ -186,6 +187,7 @@ Status ForwardLayer(ForwardState& st, int layer) {
     TRINE_RETURN_IF_ERROR(st.streamer->Acquire(layer, &w));
   }
   st.w = w;
+  st.layer = layer;
   if (m.config().arch != Arch::kLlama) {
     BitnetLayer(st, layer);
   } else {
@@ -208,7 +210,20 @@ void NormQkvAttentionTeam(ForwardState& st, const LayerWeights& w, int layer, co
   const kernels::WeightView* qkv[] = {&w.wq, &w.wk, &w.wv};
   float* const qkv_out[] = {st.q.data(), st.k.data(), st.v.data()};
   ops::MatMulSharedTeam(qkv, qkv_out, qkv_scale, 3, st.xb.data(), st.n_tokens, act);
+  const bool dump = TensorDumpActive();
+  const int64_t qd = static_cast<int64_t>(c.n_head) * c.head_dim, kvd = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  if (dump) {
+    TensorDumpTeam("attn_norm", layer, st.xb.data(), st.n_tokens, c.n_embd);
+    TensorDumpTeam("Qcur", layer, st.q.data(), st.n_tokens, qd);
+    TensorDumpTeam("Kcur", layer, st.k.data(), st.n_tokens, kvd);
+    TensorDumpTeam("Vcur", layer, st.v.data(), st.n_tokens, kvd);
+  }
   AttentionOverCache(st, layer);
+  if (dump) {
+    TensorDumpTeam("Qcur_rope", layer, st.q.data(), st.n_tokens, qd);
+    TensorDumpTeam("Kcur_rope", layer, st.k.data(), st.n_tokens, kvd);
+    TensorDumpTeam("kqv_out", layer, st.att.data(), st.n_tokens, qd);
+  }
 }
 
 void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up_scale[2], uint8_t* act) {
@@ -217,6 +232,11 @@ void NormGateUpTeam(ForwardState& st, const LayerWeights& w, const float gate_up
   const kernels::WeightView* gate_up[] = {&w.w_gate, &w.w_up};
   float* const gate_up_out[] = {st.hb.data(), st.hb2.data()};
   ops::MatMulSharedTeam(gate_up, gate_up_out, gate_up_scale, 2, st.xb.data(), st.n_tokens, act);
+  if (TensorDumpActive()) {
+    TensorDumpTeam("ffn_norm", st.layer, st.xb.data(), st.n_tokens, c.n_embd);
+    TensorDumpTeam("ffn_gate", st.layer, st.hb.data(), st.n_tokens, c.n_ff);
+    TensorDumpTeam("ffn_up", st.layer, st.hb2.data(), st.n_tokens, c.n_ff);
+  }
 }
 
 Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
@@ -236,6 +256,10 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
     tuner_->Report(n, st.n_threads, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                    static_cast<double>(TeamSleepNanos() - slept0) * 1e-9);
   };
+  TensorDumpBeginPass();
+  if (TensorDumpActive()) {
+    RunTeam(1, [&] { TensorDumpTeam("embd", -1, st.x.data(), n, c.n_embd); });
+  }
   for (int l = 0; l < c.n_layer; ++l) TRINE_RETURN_IF_ERROR(ForwardLayer(st, l));
   // A sequence's tokens come in position order: its last one here sets its count.
   for (int t = 0; t < n; ++t) kv_.SetSeqPos(st.seq[static_cast<size_t>(t)], st.pos[static_cast<size_t>(t)] + 1);
@@ -258,6 +282,10 @@ Status Context::DecodeChunk(const Batch& b, int i0, int n, int row0) {
     ops::RmsNormTeam(head_in_.data(), model_->output_norm().data(), final_norm_.data(), rows, c.n_embd, c.rms_eps);
     ops::MatMulTeam(model_->output(), final_norm_.data(), logits_.data() + static_cast<size_t>(row0) * n_vocab_, rows,
                     st.act.data());
+    if (TensorDumpActive()) {
+      TensorDumpTeam("result_norm", -1, final_norm_.data(), rows, c.n_embd);
+      TensorDumpTeam("result_output", -1, logits_.data() + static_cast<size_t>(row0) * n_vocab_, rows, n_vocab_);
+    }
   });
   report();
   return Status::Ok();

@@ -82,6 +82,7 @@ struct ForwardState {
   std::vector<uint8_t> act; // quantized activations scratch
   WeightStreamer* streamer = nullptr;  // for the model's streamed layers (null: none)
   const LayerWeights* w = nullptr;     // the layer being computed (set by ForwardLayer)
+  int layer = -1;                      // its index (set by ForwardLayer; names tensor dumps)
 
   // Sizes every buffer for a batch of n tokens of `model`: tokens of sequence 0 at positions
   // past .. past + n - 1 (a multi-sequence batch then sets pos and seq).

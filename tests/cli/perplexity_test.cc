@@ -34,8 +34,10 @@ INSTANTIATE_TEST_SUITE_P(TrainedModel, Perplexity,
                          ::testing::Values("bitnet-tiny-stories-f32.gguf", "bitnet-tiny-stories-TQ2_0-f16emb.gguf",
                                            "bitnet-tiny-stories-TQ1_0-f16emb.gguf"));
 
-// Quantized KV caches (llama.cpp's -ctk/-ctv): measured 21.7461 (f16), 21.7458 (q8_0) and
-// 21.8144 (q4_0) on this text; each must stay within 0.5 % (q8_0) / 1 % (q4_0) of f16.
+// Quantized KV caches (llama.cpp's -ctk/-ctv): measured 21.7478 (f16), 21.7461 (q8_0), 21.8165
+// (q4_0) and 21.7634 (q4_0 K, q8_0 V) on this text since RMSNorm and RoPE round as llama.cpp's do
+// (issue 34; 21.7461, 21.7458, 21.8144 and 21.7602 before); each must stay within 0.5 % (q8_0) /
+// 1 % (q4_0) of f16.
 struct KvCase {
   const char* flags;
   double ppl, tol;
@@ -52,13 +54,13 @@ TEST_P(PerplexityKv, QuantizedCacheCostsLittle) {
             0)
       << err;
   EXPECT_NEAR(FinalPpl(out), GetParam().ppl, 0.002) << out;
-  EXPECT_NEAR(FinalPpl(out), 21.7461, 21.7461 * GetParam().tol) << out;
+  EXPECT_NEAR(FinalPpl(out), 21.7478, 21.7478 * GetParam().tol) << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(TrainedModel, PerplexityKv,
-                         ::testing::Values(KvCase{"--kv-type q8_0", 21.7458, 0.005},
-                                           KvCase{"--kv-type q4_0", 21.8144, 0.01},
-                                           KvCase{"-ctk q4_0 -ctv q8_0", 21.7602, 0.01}),
+                         ::testing::Values(KvCase{"--kv-type q8_0", 21.7461, 0.005},
+                                           KvCase{"--kv-type q4_0", 21.8165, 0.01},
+                                           KvCase{"-ctk q4_0 -ctv q8_0", 21.7634, 0.01}),
                          [](const ::testing::TestParamInfo<KvCase>& i) { return "case" + std::to_string(i.index); });
 
 TEST(PerplexityErrors, KvTypeNeedsHeadSizeMultipleOf32) {
