@@ -145,12 +145,7 @@ Interpreter::Flow Interpreter::ExecNode(const Node& n, std::string* out) {
         std::string text;
         Exec(n.body, &text);
         Value v(std::move(text));
-        if (n.cond) {
-          // Apply the filter chain, innermost first.
-          std::vector<const Expr*> chain;
-          for (const Expr* f = n.cond.get(); f != nullptr; f = f->kids[0].get()) chain.push_back(f);
-          for (auto it = chain.rbegin(); it != chain.rend(); ++it) v = ApplyFilter(*this, (*it)->name, v, EvalArgs(**it, 1), (*it)->line);
-        }
+        if (n.cond) v = ApplyFilterChain(*n.cond, std::move(v));
         Assign(n.targets[0], std::move(v));
         return Flow::kNormal;
       }
@@ -190,10 +185,7 @@ Interpreter::Flow Interpreter::ExecNode(const Node& n, std::string* out) {
         std::string text;
         Exec(n.body, &text);
         Value v(std::move(text));
-        std::vector<const Expr*> chain;
-        for (const Expr* f = n.expr.get(); f != nullptr; f = f->kids[0].get()) chain.push_back(f);
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) v = ApplyFilter(*this, (*it)->name, v, EvalArgs(**it, 1), (*it)->line);
-        Emit(v.ToString(), out);
+        Emit(ApplyFilterChain(*n.expr, std::move(v)).ToString(), out);
         return Flow::kNormal;
       }
       case Node::Kind::kBreak: return Flow::kBreak;
@@ -205,6 +197,14 @@ Interpreter::Flow Interpreter::ExecNode(const Node& n, std::string* out) {
     throw;
   }
   return Flow::kNormal;
+}
+
+Value Interpreter::ApplyFilterChain(const Expr& chain, Value v) {
+  // A block's chain `a | b` is parsed outermost first, with a null input at the innermost filter.
+  std::vector<const Expr*> filters;
+  for (const Expr* f = &chain; f != nullptr; f = f->kids[0].get()) filters.push_back(f);
+  for (auto it = filters.rbegin(); it != filters.rend(); ++it) v = ApplyFilter(*this, (*it)->name, v, EvalArgs(**it, 1), (*it)->line);
+  return v;
 }
 
 Interpreter::Flow Interpreter::ExecFor(const Node& n, std::string* out) {
@@ -226,10 +226,8 @@ Interpreter::Flow Interpreter::ExecFor(const Node& n, std::string* out) {
     }
     items = std::move(kept);
   }
-  if (items.empty()) {
-    if (!n.else_body.empty()) return Exec(n.else_body, out) == Flow::kBreak ? Flow::kNormal : Flow::kNormal;
-    return Flow::kNormal;
-  }
+  // The else block stands outside the loop: a break or continue there belongs to an outer loop.
+  if (items.empty()) return Exec(n.else_body, out);
   const int64_t len = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < len; ++i) {
     Step();

@@ -31,6 +31,8 @@ class Interpreter {
   Flow ExecFor(const Node& n, std::string* out);
   void ExecSet(const Node& n, Value v);
   Value MakeMacro(const Node& n);
+  // The input of {% filter a | b %} or {% set x | a | b %} through the chain.
+  Value ApplyFilterChain(const Expr& chain, Value v);
   Value Eval(const Expr& e);
   Value EvalBinary(const Expr& e);
   Value EvalCall(const Expr& e);
