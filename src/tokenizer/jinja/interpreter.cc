@@ -158,19 +158,9 @@ Interpreter::Flow Interpreter::ExecNode(const Node& n, std::string* out) {
           auto inner = scopes_;
           scopes_ = saved;
           scopes_.push_back(std::make_shared<Object>());
+          BindParams(*node, args);
           std::string text;
-          try {
-            for (size_t k = 0; k < node->params.size(); ++k) {
-              const Value* given = args.Get(k, node->params[k].first.c_str());
-              Assign(node->params[k].first, given              ? *given
-                                            : node->params[k].second ? Eval(*node->params[k].second)
-                                                                     : Value());
-            }
-            Exec(node->body, &text);
-          } catch (...) {
-            scopes_ = inner;
-            throw;
-          }
+          Exec(node->body, &text);
           scopes_ = inner;
           return Value(std::move(text));
         });
@@ -207,6 +197,28 @@ Value Interpreter::ApplyFilterChain(const Expr& chain, Value v) {
   return v;
 }
 
+void Interpreter::AssignTargets(const std::vector<std::string>& targets, const Value& v, int line) {
+  if (targets.size() == 1) {
+    Assign(targets[0], v);
+    return;
+  }
+  const std::vector<Value> parts = Iterate(v, line);
+  if (parts.size() != targets.size()) {
+    Fail("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(targets.size()) +
+             " variables",
+         line);
+  }
+  for (size_t k = 0; k < parts.size(); ++k) Assign(targets[k], parts[k]);
+}
+
+void Interpreter::BindParams(const Node& n, const Args& args) {
+  for (size_t k = 0; k < n.params.size(); ++k) {
+    const std::string& name = n.params[k].first;
+    const Value* given = args.Get(k, name.c_str());
+    Assign(name, given != nullptr ? *given : n.params[k].second ? Eval(*n.params[k].second) : Value());
+  }
+}
+
 Interpreter::Flow Interpreter::ExecFor(const Node& n, std::string* out) {
   std::vector<Value> items = Iterate(Eval(*n.expr), n.line);
   if (n.cond) {
@@ -214,12 +226,7 @@ Interpreter::Flow Interpreter::ExecFor(const Node& n, std::string* out) {
     std::vector<Value> kept;
     for (const Value& item : items) {
       scopes_.push_back(std::make_shared<Object>());
-      if (n.targets.size() == 1) {
-        Assign(n.targets[0], item);
-      } else {
-        const std::vector<Value> parts = Iterate(item, n.line);
-        for (size_t k = 0; k < n.targets.size() && k < parts.size(); ++k) Assign(n.targets[k], parts[k]);
-      }
+      AssignTargets(n.targets, item, n.line);
       const bool keep = Eval(*n.cond).Truthy();
       scopes_.pop_back();
       if (keep) kept.push_back(item);
@@ -251,26 +258,8 @@ Interpreter::Flow Interpreter::ExecFor(const Node& n, std::string* out) {
            }));
     frame->Set("loop", loop);
     scopes_.push_back(frame);
-    const Value& item = items[static_cast<size_t>(i)];
-    if (n.targets.size() == 1) {
-      Assign(n.targets[0], item);
-    } else {
-      const std::vector<Value> parts = Iterate(item, n.line);
-      if (parts.size() != n.targets.size()) {
-        scopes_.pop_back();
-        Fail("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(n.targets.size()) +
-                 " loop variables",
-             n.line);
-      }
-      for (size_t k = 0; k < parts.size(); ++k) Assign(n.targets[k], parts[k]);
-    }
-    Flow f;
-    try {
-      f = Exec(n.body, out);
-    } catch (...) {
-      scopes_.pop_back();
-      throw;
-    }
+    AssignTargets(n.targets, items[static_cast<size_t>(i)], n.line);
+    const Flow f = Exec(n.body, out);
     scopes_.pop_back();
     if (f == Flow::kBreak) break;
   }
@@ -286,17 +275,7 @@ void Interpreter::ExecSet(const Node& n, Value v) {
     obj.object().Set(n.target_attr, std::move(v));
     return;
   }
-  if (n.targets.size() == 1) {
-    Assign(n.targets[0], std::move(v));
-    return;
-  }
-  const std::vector<Value> parts = Iterate(v, n.line);
-  if (parts.size() != n.targets.size()) {
-    Fail("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(n.targets.size()) +
-             " variables",
-         n.line);
-  }
-  for (size_t k = 0; k < parts.size(); ++k) Assign(n.targets[k], parts[k]);
+  AssignTargets(n.targets, v, n.line);
 }
 
 Value Interpreter::MakeMacro(const Node& n) {
@@ -306,40 +285,24 @@ Value Interpreter::MakeMacro(const Node& n) {
       throw Error("macro '" + node->text + "' takes " + std::to_string(node->params.size()) + " arguments, " +
                   std::to_string(args.positional.size()) + " given");
     }
-    if (++call_depth_ > options_.limits.max_call_depth) {
-      --call_depth_;
+    if (call_depth_ + 1 > options_.limits.max_call_depth) {
       throw Error("macro calls nested more than " + std::to_string(options_.limits.max_call_depth) + " deep");
     }
     // A macro sees the template's globals and its own parameters, not its caller's locals.
+    ++call_depth_;
     std::vector<std::shared_ptr<Object>> saved;
     saved.swap(scopes_);
     scopes_.push_back(saved[0]);
     scopes_.push_back(std::make_shared<Object>());
-    std::string text;
-    try {
-      for (size_t k = 0; k < node->params.size(); ++k) {
-        const std::string& pname = node->params[k].first;
-        const Value* given = args.Get(k, pname.c_str());
-        if (given != nullptr) {
-          Assign(pname, *given);
-        } else if (node->params[k].second) {
-          Assign(pname, Eval(*node->params[k].second));
-        } else {
-          Assign(pname, Value());
-        }
-      }
-      for (const auto& kw : args.keyword) {
-        bool known = kw.first == "caller";
-        for (const auto& p : node->params) known = known || p.first == kw.first;
-        if (!known) throw Error("macro '" + node->text + "' has no parameter '" + kw.first + "'");
-        if (kw.first == "caller") Assign("caller", kw.second);
-      }
-      Exec(node->body, &text);
-    } catch (...) {
-      scopes_.swap(saved);
-      --call_depth_;
-      throw;
+    BindParams(*node, args);
+    for (const auto& kw : args.keyword) {
+      bool known = kw.first == "caller";
+      for (const auto& p : node->params) known = known || p.first == kw.first;
+      if (!known) throw Error("macro '" + node->text + "' has no parameter '" + kw.first + "'");
+      if (kw.first == "caller") Assign("caller", kw.second);
     }
+    std::string text;
+    Exec(node->body, &text);
     scopes_.swap(saved);
     --call_depth_;
     return Value(std::move(text));

@@ -30,6 +30,10 @@ class Interpreter {
   Flow ExecNode(const Node& n, std::string* out);
   Flow ExecFor(const Node& n, std::string* out);
   void ExecSet(const Node& n, Value v);
+  // Binds a for loop's or set's names to v (unpacked when there are several).
+  void AssignTargets(const std::vector<std::string>& targets, const Value& v, int line);
+  // Binds a macro's or call block's parameters: the given argument, else the default, else undefined.
+  void BindParams(const Node& n, const Args& args);
   Value MakeMacro(const Node& n);
   // The input of {% filter a | b %} or {% set x | a | b %} through the chain.
   Value ApplyFilterChain(const Expr& chain, Value v);
@@ -48,7 +52,9 @@ class Interpreter {
 
   RenderOptions options_;
   Object builtins_;
-  std::vector<std::shared_ptr<Object>> scopes_;  // [0] = template globals, innermost last
+  // [0] = template globals, innermost last. An Error ends the whole render (Template::Render
+  // discards the interpreter), so scopes are not unwound on the way out.
+  std::vector<std::shared_ptr<Object>> scopes_;
   uint64_t steps_ = 0;
   int call_depth_ = 0;
   int depth_ = 0;  // statements and expressions being evaluated, nested (bounds the C++ stack)

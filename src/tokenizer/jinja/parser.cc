@@ -338,25 +338,24 @@ class Parser {
     return Deepen(std::move(b));
   }
 
-  ExprPtr ParseOr() {
-    ExprPtr e = ParseAnd();
-    while (IsName("or")) {
+  // One left-associative level of binary operators: `next` (op `next`)*, where `is_name` says the
+  // operators are words (or, and) rather than symbols.
+  ExprPtr ParseLevel(std::initializer_list<const char*> ops, bool is_name, ExprPtr (Parser::*next)()) {
+    ExprPtr e = (this->*next)();
+    while (true) {
+      const char* op = nullptr;
+      for (const char* o : ops) {
+        if (is_name ? IsName(o) : IsOp(o)) op = o;
+      }
+      if (op == nullptr) return e;
       const int line = Cur().line;
       Advance();
-      e = Binary("or", std::move(e), ParseAnd(), line);
+      e = Binary(op, std::move(e), (this->*next)(), line);
     }
-    return e;
   }
 
-  ExprPtr ParseAnd() {
-    ExprPtr e = ParseNot();
-    while (IsName("and")) {
-      const int line = Cur().line;
-      Advance();
-      e = Binary("and", std::move(e), ParseNot(), line);
-    }
-    return e;
-  }
+  ExprPtr ParseOr() { return ParseLevel({"or"}, true, &Parser::ParseAnd); }
+  ExprPtr ParseAnd() { return ParseLevel({"and"}, true, &Parser::ParseNot); }
 
   ExprPtr ParseNot() {
     DepthGuard guard(this);
@@ -392,47 +391,11 @@ class Parser {
     }
   }
 
-  ExprPtr ParseMath1() {
-    ExprPtr e = ParseConcat();
-    while (IsOp("+") || IsOp("-")) {
-      const std::string op = Cur().text;
-      const int line = Cur().line;
-      Advance();
-      e = Binary(op, std::move(e), ParseConcat(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParseConcat() {
-    ExprPtr e = ParseMath2();
-    while (IsOp("~")) {
-      const int line = Cur().line;
-      Advance();
-      e = Binary("~", std::move(e), ParseMath2(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParseMath2() {
-    ExprPtr e = ParsePow();
-    while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
-      const std::string op = Cur().text;
-      const int line = Cur().line;
-      Advance();
-      e = Binary(op, std::move(e), ParsePow(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParsePow() {
-    ExprPtr e = ParseUnary(true);
-    while (IsOp("**")) {
-      const int line = Cur().line;
-      Advance();
-      e = Binary("**", std::move(e), ParseUnary(true), line);
-    }
-    return e;
-  }
+  ExprPtr ParseMath1() { return ParseLevel({"+", "-"}, false, &Parser::ParseConcat); }
+  ExprPtr ParseConcat() { return ParseLevel({"~"}, false, &Parser::ParseMath2); }
+  ExprPtr ParseMath2() { return ParseLevel({"*", "/", "//", "%"}, false, &Parser::ParsePow); }
+  ExprPtr ParsePow() { return ParseLevel({"**"}, false, &Parser::ParseUnaryWithFilters); }
+  ExprPtr ParseUnaryWithFilters() { return ParseUnary(true); }
 
   ExprPtr ParseUnary(bool with_filter) {
     DepthGuard guard(this);

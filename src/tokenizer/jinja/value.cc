@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tokenizer/unicode.h"
+
 namespace trine::jinja {
 
 const Value* Object::Find(const std::string& key) const {
@@ -139,8 +141,8 @@ std::string FloatRepr(double d) {
 std::vector<std::string> CodePoints(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    // The lead byte's length (the tokenizer's table), when the whole sequence is there.
+    size_t n = unicode::SeqLen(static_cast<uint8_t>(s[i]));
     if (i + n > s.size()) n = 1;
     for (size_t k = 1; k < n; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
