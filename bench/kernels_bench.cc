@@ -66,6 +66,7 @@ const Variant kVariants[] = {
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_x16_amx", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
+    {"tq2_0_lut", TypeId::kTQ2_0, TernaryVariant::kLut, false},
     {"tq1_0_x16", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true, true},  // read in place (VBMI)
     {"tq1_0_x16_amx", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, false, true, true},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
           if (!trine::kernels::IsaSupported(isa) && isa != Isa::kRef) continue;
           if (v.x16 && !trine::kernels::WantsX16(v.type, isa, v.variant)) continue;
           // A variant this ISA lacks falls back to another kernel: measured under that one's name.
-          if (v.variant == TernaryVariant::kMulFree &&
+          if ((v.variant == TernaryVariant::kMulFree || v.variant == TernaryVariant::kLut) &&
               trine::kernels::SelectGemm(v.type, isa, v.variant, nullptr) ==
                   trine::kernels::SelectGemm(v.type, isa, TernaryVariant::kInt8Dot, nullptr)) {
             continue;
@@ -325,7 +326,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes) {
     if (std::string(s.name).rfind("bitnet2b.", 0) != 0 || s.output) continue;
     for (const Variant& v : kVariants) {
-      if (v.variant == TernaryVariant::kMulFree) continue;
+      if (v.variant == TernaryVariant::kMulFree || v.variant == TernaryVariant::kLut) continue;
       for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
         if (!trine::kernels::IsaSupported(isa)) continue;
         // x16 as the AVX-512 model binds it; the ref row is GemmDequantF32 on that same layout.

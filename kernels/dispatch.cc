@@ -71,7 +71,48 @@ bool OneDnnEnabled() {
 }
 #endif
 
+struct VariantChoice {
+  bool set;  // TRINE_TERNARY named a variant
+  TernaryVariant variant;
+  Status status;
+};
+
+VariantChoice ChooseVariant() {
+  const char* env = std::getenv("TRINE_TERNARY");
+  if (env == nullptr || *env == '\0') return {false, TernaryVariant::kDefault, Status::Ok()};
+  for (TernaryVariant v : {TernaryVariant::kInt8Dot, TernaryVariant::kMulFree, TernaryVariant::kLut}) {
+    if (std::strcmp(env, TernaryVariantName(v)) == 0) return {true, v, Status::Ok()};
+  }
+  return {false, TernaryVariant::kDefault,
+          InvalidArgument(std::string("TRINE_TERNARY=") + env + " is not one of int8dot, mulfree, lut")};
+}
+
+const VariantChoice& GetVariantChoice() {
+  static const VariantChoice c = ChooseVariant();
+  return c;
+}
+
 }  // namespace
+
+const char* TernaryVariantName(TernaryVariant v) {
+  switch (v) {
+    case TernaryVariant::kDefault: return "default";
+    case TernaryVariant::kInt8Dot: return "int8dot";
+    case TernaryVariant::kMulFree: return "mulfree";
+    case TernaryVariant::kLut: return "lut";
+  }
+  return "?";
+}
+
+TernaryVariant ResolveTernaryVariant(TernaryVariant v, Isa isa) {
+  if (v != TernaryVariant::kDefault) return v;
+  const VariantChoice& c = GetVariantChoice();
+  if (c.set) return c.variant;
+  (void)isa;  // the measured default per ISA (kernels/README.md, "Ternary variants")
+  return TernaryVariant::kInt8Dot;
+}
+
+Status TernaryVariantStatus() { return GetVariantChoice().status; }
 
 #if !defined(TRINE_HAVE_ONEDNN)
 bool OneDnnAvailable() { return false; }
@@ -152,6 +193,7 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
   const KernelTable& t = GetKernelTable(isa);
   GemmFn fn = nullptr;
   std::string what;
+  variant = ResolveTernaryVariant(variant, isa);
   switch (type) {
     case TypeId::kTQ1_0:
     case TypeId::kTQ2_0:
@@ -159,6 +201,9 @@ GemmFn SelectGemm(TypeId type, Isa isa, TernaryVariant variant, std::string* nam
       if (variant == TernaryVariant::kMulFree && t.tq2_mulfree) {
         fn = t.tq2_mulfree;
         what = "ternary x q8_K multiplication-free (masked add/sub)";
+      } else if (variant == TernaryVariant::kLut && t.tq2_lut) {
+        fn = t.tq2_lut;
+        what = "ternary x q8_K table lookup";
       } else if (isa == Isa::kAvx512 && AmxEnabled()) {
         fn = GemmTq2Amx;
         what = "ternary x q8_K amx-int8 tdpbsud for >= " + std::to_string(AmxMinTokens()) +

@@ -22,7 +22,15 @@ enum class TernaryVariant {
   kDefault,   // the fastest measured on this ISA
   kInt8Dot,   // VNNI vpdpbusd / maddubs / sdot on 2-bit codes x int8 activations
   kMulFree,   // masked add/sub of int16-widened activations under the +1/-1 bit-planes
+  kLut,       // table lookup: per-token tables of activation partial sums indexed by weight groups
 };
+const char* TernaryVariantName(TernaryVariant v);  // "default", "int8dot", "mulfree", "lut"
+
+// The variant a kDefault request means on `isa`: TRINE_TERNARY=int8dot|mulfree|lut when set (an
+// unknown value is an error reported by TernaryVariantStatus), else the fastest measured there
+// (kernels/README.md). A variant the ISA has no kernel for runs the int8-dot kernel (SelectGemm).
+TernaryVariant ResolveTernaryVariant(TernaryVariant v, Isa isa);
+Status TernaryVariantStatus();
 
 // One row of activations quantized for a weight type (n a multiple of the block size: 256 for
 // Q8_K, 32 for Q8_0), byte-identical to the scalar reference (QuantizeRowQ8_K, QuantizeRowQ8_0Act,
@@ -47,6 +55,7 @@ struct KernelTable {
   // (ActiveDequantizeRow / ActiveQuantizeRow).
   DequantizeRowFn dequantize_q6_K = nullptr;
   QuantizeRowFn quantize_q4_0 = nullptr;
+  GemmFn tq2_lut = nullptr;  // ternary x q8_K by table lookup (same contract as tq2_int8dot)
 };
 
 // The table of `isa` (entries it lacks are null: callers fall back to GemmRef).

@@ -70,9 +70,14 @@ Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst) 
 }
 
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
+  variant = ResolveTernaryVariant(variant, isa);
+  if (isa == Isa::kAvx2) {
+    // The AVX2 int8-dot ternary kernel reads x16 (TQ1_0 and I2_S once repacked to TQ2_0).
+    return type == TypeId::kTQ2_0 && variant == TernaryVariant::kInt8Dot;
+  }
   if (isa != Isa::kAvx512) return false;
   if (type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K) return true;
-  if (variant == TernaryVariant::kMulFree) return false;
+  if (variant != TernaryVariant::kInt8Dot) return false;
   if (type == TypeId::kTQ1_0) return Tq1X16Enabled();
   return type == TypeId::kTQ2_0;  // I2_S: once repacked
 }

@@ -475,6 +475,7 @@ Status Model::Load(const std::string& path, const ModelLoadOptions& options, std
   }
   const ModelConfig& c = m->config_;
   TRINE_RETURN_IF_ERROR(kernels::ActiveIsaStatus());
+  TRINE_RETURN_IF_ERROR(kernels::TernaryVariantStatus());
   m->isa_ = kernels::ActiveIsa();
   m->variant_ = options.ternary_variant;
   if (m->vocab_->size() > c.n_vocab) {

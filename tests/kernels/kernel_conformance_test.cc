@@ -153,10 +153,14 @@ std::vector<std::tuple<Isa, Case>> ConformanceParams() {
                         {TypeId::kTQ1_0, TernaryVariant::kInt8Dot},       {TypeId::kTQ1_0, TernaryVariant::kMulFree},
                         {TypeId::kI2_S, TernaryVariant::kInt8Dot},        {TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true},
                         {TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true}, {TypeId::kI2_S, TernaryVariant::kInt8Dot, true},
-                        {TypeId::kF16, TernaryVariant::kDefault},         {TypeId::kF32, TernaryVariant::kDefault}};
+                        {TypeId::kF16, TernaryVariant::kDefault},         {TypeId::kF32, TernaryVariant::kDefault},
+                        {TypeId::kTQ2_0, TernaryVariant::kLut},           {TypeId::kTQ1_0, TernaryVariant::kLut},
+                        {TypeId::kI2_S, TernaryVariant::kLut}};
   std::vector<std::tuple<Isa, Case>> out;
   for (Isa isa : AvailableIsas()) {
     for (const Case& c : cases) {
+      // The lookup kernels only where the ISA has them (elsewhere kLut runs the int8-dot kernel).
+      if (c.variant == TernaryVariant::kLut && GetKernelTable(isa).tq2_lut == nullptr) continue;
       if (!c.x16 || WantsX16(TypeId::kTQ2_0, isa, c.variant)) out.emplace_back(isa, c);
     }
   }
@@ -167,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
     All, KernelConformance, ::testing::ValuesIn(ConformanceParams()),
     [](const ::testing::TestParamInfo<std::tuple<Isa, Case>>& pi) {
       const Case& c = std::get<1>(pi.param);
-      std::string v = c.variant == TernaryVariant::kMulFree ? "_mulfree" : "";
+      std::string v = c.variant == TernaryVariant::kMulFree ? "_mulfree" : c.variant == TernaryVariant::kLut ? "_lut" : "";
       if (c.x16) v += "_x16";
       return std::string(IsaName(std::get<0>(pi.param))) + "_" + TypeName(c.file_type) + v;
     });
