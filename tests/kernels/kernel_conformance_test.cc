@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "repack.h"
 #include "x86/tq1_x16.h"
+#include "tensor/blocks.h"
 #include "tensor/dtype.h"
 
 namespace trine::kernels {
@@ -230,6 +231,79 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
     // Without AVX-512 VBMI (or with TRINE_TQ1_X16=0) the loader repacks TQ1_0 to TQ2_0, which
     // KernelConformance covers.
     GTEST_SKIP() << "no ISA level reads TQ1_0 in place here (needs AVX-512 VBMI)";
+  }
+}
+
+// TQ2_0 rows holding every byte value, code 3 included (no quantizer writes it, but a file may, and
+// the reference reads it as 3, weight +2, as llama.cpp does): every int8-dot and lookup kernel of
+// every ISA level, file rows and the x16 layout where that level reads it, gives GemmRef's bits.
+// The int16 bounds of the AVX2 kernels (x16: 8 lines of vpmaddubsw sums) are argued with code 3
+// and |a| = 128. The multiplication-free kernels only know the weights -1, 0, +1 (bit-planes of
+// codes 0 and 2): for them code 3 reads as weight 0, the reference of the rows with 3 -> 1.
+TEST(Tq2AnyByte, EveryByteValueMatchesReference) {
+  std::mt19937 rng(91);
+  for (Isa isa : AvailableIsas()) {
+    for (TernaryVariant variant : {TernaryVariant::kInt8Dot, TernaryVariant::kMulFree, TernaryVariant::kLut}) {
+      for (bool x16 : {false, true}) {
+        if (x16 && !WantsX16(TypeId::kTQ2_0, isa, variant)) continue;
+        for (const Shape& s : {Shape{37, 512, 0}, Shape{16, 2560, 0}}) {
+          const int64_t nb = s.cols / 256;
+          std::vector<uint8_t> plain(static_cast<size_t>(s.rows * nb) * sizeof(BlockTQ2_0));
+          std::uniform_real_distribution<float> ud(-0.2f, 0.2f);
+          for (size_t i = 0; i < plain.size(); i += sizeof(BlockTQ2_0)) {
+            for (size_t j = 0; j < 64; ++j) plain[i + j] = static_cast<uint8_t>(rng());
+            const uint16_t d = Fp32ToFp16(ud(rng));
+            std::memcpy(&plain[i + 64], &d, 2);
+          }
+          // Every byte value appears, and one block is all code 3 (0xFF).
+          for (int v = 0; v < 256; ++v) plain[static_cast<size_t>(v / 64) * sizeof(BlockTQ2_0) + v % 64] = static_cast<uint8_t>(v);
+          std::memset(&plain[4 * sizeof(BlockTQ2_0)], 0xFF, 64);
+          WeightView w;
+          w.type = TypeId::kTQ2_0;
+          w.rows = s.rows;
+          w.cols = s.cols;
+          w.data = plain.data();
+          w.row_bytes = static_cast<size_t>(nb) * sizeof(BlockTQ2_0);
+          std::vector<uint8_t> ternary_only = plain;
+          for (size_t i = 0; i < plain.size(); i += sizeof(BlockTQ2_0)) {
+            for (size_t j = 0; j < 64; ++j) {
+              uint8_t& q = ternary_only[i + j];
+              for (int n = 0; n < 4; ++n) {
+                if (((q >> (2 * n)) & 3) == 3) q = static_cast<uint8_t>(q ^ (2 << (2 * n)));
+              }
+            }
+          }
+          const GemmFn fn = SelectGemm(TypeId::kTQ2_0, isa, variant, nullptr);
+          WeightView file_rows = w;
+          PageBuffer interleaved;
+          if (x16) {
+            ASSERT_TRUE(InterleaveX16(file_rows, &interleaved, &w).ok());
+          }
+          if (fn == GetKernelTable(isa).tq2_mulfree) file_rows.data = ternary_only.data();
+          for (int n : {1, 2, 3, 4, 5, 9}) {
+            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << TernaryVariantName(variant) << (x16 ? " x16 " : " ")
+                                              << s.rows << "x" << s.cols << " tokens " << n);
+            const size_t act = ActivationBytes(TypeId::kTQ2_0, s.cols);
+            std::vector<uint8_t> xq(act * static_cast<size_t>(n));
+            for (int t = 0; t < n; ++t) {
+              // Token 0 saturates: every activation at +-127 (the largest products the bounds allow).
+              std::vector<float> x = RandomActivations(s.cols, &rng, false);
+              if (t == 0) {
+                for (float& v : x) v = v < 0 ? -1.0f : 1.0f;
+              }
+              QuantizeActivations(TypeId::kTQ2_0, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+            }
+            const int64_t ldy = s.rows + 2;
+            std::vector<float> want(static_cast<size_t>(ldy * n), Nan()), got = want;
+            GemmRef(file_rows, xq.data(), act, n, want.data(), ldy, 0, s.rows, 0.5f);
+            for (int p = 0; p < 3; ++p) fn(w, xq.data(), act, n, got.data(), ldy, s.rows * p / 3, s.rows * (p + 1) / 3, 0.5f);
+            for (size_t i = 0; i < want.size(); ++i) {
+              ASSERT_TRUE(std::memcmp(&got[i], &want[i], 4) == 0) << "index " << i << " got " << got[i] << " want " << want[i];
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -134,6 +134,27 @@ void GemmF32(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 
 }  // namespace
 
+// TQ2_0 x16 (gemm_tq2_x16_avx2.cc).
+void GemmTq2X16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
+
+namespace {
+
+// The ternary int8-dot entry: TQ2_0 x16 (what the loader builds, WantsX16) or TQ2_0 file rows
+// (streamed layers, hand-built views). TQ1_0 is repacked to TQ2_0 before either on AVX2.
+void GemmTq2Q8kAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale) {
+  if (w.type != TypeId::kTQ2_0) {
+    GemmRef(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else if (w.interleave == 16) {
+    GemmTq2X16Avx2(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else {
+    GemmTq2Q8kMaddubs(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  }
+}
+
+}  // namespace
+
 // INT4/INT8/K-quant kernels (quants_avx2.cc).
 void GemmQ8_0Avx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
 void GemmQ4_0Avx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_t, int64_t, int64_t, float);
@@ -150,7 +171,7 @@ void QuantizeQ8_0Avx2(const float* src, void* dst, int64_t n);
 void QuantizeF16Avx2(const float* src, void* dst, int64_t n);
 
 const KernelTable& Avx2Table() {
-  static const KernelTable t{Isa::kAvx2, GemmTq2Q8kMaddubs, nullptr, GemmF16,
+  static const KernelTable t{Isa::kAvx2, GemmTq2Q8kAvx2, nullptr, GemmF16,
                              GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2, GemmF32,
                              GemmF32ActAvx2, QuantizeQ8KAvx2, QuantizeQ8_0Avx2, QuantizeF16Avx2};
   return t;

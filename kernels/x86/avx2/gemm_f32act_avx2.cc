@@ -2,7 +2,8 @@
 // 8-row groups (one ymm of outputs). Rows are dequantized once per 256-column chunk into a k-major
 // fp32 tile, then each token's accumulator gets tile_k * broadcast(x_t[k]) by FMA: one chain per
 // output over k in order, so results do not depend on the thread split or the token blocking.
-// The x16 layouts are an AVX-512 thing (WantsX16); here they fall back to GemmDequantF32.
+// The x16 layouts (AVX-512's, and TQ2_0 x16 of the AVX2 int8-dot kernel, WantsX16) fall back to
+// GemmDequantF32 here: the profiler's fp32 rung on an AVX2 ternary layer is the scalar path.
 #include <immintrin.h>
 
 #include <vector>

@@ -1,0 +1,176 @@
+// Ternary x Q8_K on the TQ2_0 x16 layout with AVX2 (no VNNI). Compiled with the AVX2 flags.
+//
+// The layout (WeightView::interleave = 16, kernels/README.md "x16 layout") holds, per 16-row group
+// and block, 16 lines of 64 bytes whose dword lane i has 4 code bytes of row i: the 32-byte half h
+// of a line is rows 8h .. 8h + 7. Without vpdpbusd, each half goes through vpmaddubsw (unsigned
+// codes x signed activations -> int16 pairs) against a broadcast of the 4 activations its bytes
+// meet, and the int16 sums are widened to int32 with one vpmaddwd every 8 lines. Every lane ends
+// as one (row, block) sum: no horizontal reductions (the file-layout kernel spends a 3-step
+// reduction and a scalar float step per row, token and block), and the float combination runs 8
+// rows wide in the reference's order. Bit-identical to GemmRef.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels.h"
+#include "tensor/blocks.h"
+#include "x86/q8k_act_sums.h"
+#include "x86/x16_walk.h"
+
+namespace trine::kernels {
+namespace {
+
+constexpr size_t kTq2CodeBytes = 1024;  // 16 lines of 64 bytes per block
+constexpr int kMaxPassTokens = 4;       // 4 tokens: 8 accumulators + 2 constants + 5 temporaries
+constexpr size_t kNearPrefetch = 4096;  // as the AVX-512 kernel (x16_groups_avx512.h)
+
+inline __m256i BroadcastAct4(const int8_t* a) {
+  int32_t v;
+  std::memcpy(&v, a, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Rows 8h .. 8h + 7 (H = 1: rows 8h0 .. 8h0 + 7; H = 2: all 16 rows, both halves of each line) of
+// one block against T tokens: s[t][j] lane i = sum over the block's 256 elements of code *
+// activation for row 8(h0 + j) + i (codes c = t + 1: the caller subtracts the activation sum).
+// Line k's byte holds element 128(k / 8) + 32n + 4(k % 8) + j in bits 2n..2n+1. Bound: a code is
+// at most 3 (a file may hold the code no quantizer writes) and |a| <= 128, so a vpmaddubsw lane is
+// at most 2 * 3 * 128 = 768 in magnitude (no saturation), a line adds 4 of them (3072) and 8 lines
+// 24576 < 2^15: the int16 sums are widened before the ninth line.
+template <int T, int H>
+inline void Tq2X16Rows(const uint8_t* lines, int h0, const int8_t* const a[T], const LinePrefetch* pf,
+                       __m256i s[T][H]) {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc16[T][H], acc32[T][H];
+  for (int t = 0; t < T; ++t) {
+    for (int j = 0; j < H; ++j) acc16[t][j] = acc32[t][j] = _mm256_setzero_si256();
+  }
+  // Fully unrolled so that every accumulator stays in a register.
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) {
+    if (pf != nullptr) pf->Line(k);
+    const int off = 128 * (k / 8) + 4 * (k % 8);
+#pragma GCC unroll 2
+    for (int j = 0; j < H; ++j) {
+      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * (h0 + j)));
+      const __m256i c0 = _mm256_and_si256(q, m3);
+      const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
+      const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3);
+      const __m256i c3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int8_t* at = a[t] + off;
+        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c0, BroadcastAct4(at)),
+                                             _mm256_maddubs_epi16(c1, BroadcastAct4(at + 32)));
+        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, BroadcastAct4(at + 64)),
+                                             _mm256_maddubs_epi16(c3, BroadcastAct4(at + 96)));
+        acc16[t][j] = _mm256_add_epi16(acc16[t][j], _mm256_add_epi16(p01, p23));
+      }
+    }
+    if ((k & 7) == 7) {
+      for (int t = 0; t < T; ++t) {
+        for (int j = 0; j < H; ++j) {
+          acc32[t][j] = _mm256_add_epi32(acc32[t][j], _mm256_madd_epi16(acc16[t][j], ones));
+          acc16[t][j] = _mm256_setzero_si256();
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int j = 0; j < H; ++j) s[t][j] = acc32[t][j];
+  }
+}
+
+// The float step of rows 8h .. 8h + 7 for block b: out[t] += (s[t] - activation sum) * (d_w * d_a).
+template <int T>
+inline void Tq2X16Combine(const uint8_t* scales, int h, int64_t b, int64_t nb, int t0, const ActSums& sums,
+                          const __m256i s[T], __m256 out[T]) {
+  const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16 * h)));
+  for (int t = 0; t < T; ++t) {
+    const size_t k = static_cast<size_t>((t0 + t) * nb + b);
+    const __m256i sumi = _mm256_sub_epi32(s[t], _mm256_set1_epi32(sums.qsum[k]));
+    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(sums.d[k]));
+    out[t] = _mm256_add_ps(out[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
+  }
+}
+
+// One 16-row group against tokens t0 .. t0 + T - 1: out[t][h] lane i = the reference's float
+// accumulation for row 8h + i (acc += (sum - activation sum) * (d_w * d_a), block by block). Up to
+// 2 tokens both halves of a line go together (16 accumulators fit the 16 registers); from 3 tokens
+// the halves go one after the other (the second reads the block's lines from L1), so a line's
+// codes serve up to 4 tokens.
+template <int T>
+inline void Tq2X16GroupAvx2(const uint8_t* g, const uint8_t* next, int64_t nb, int t0, const ActSums& sums,
+                            const BlockQ8_K* const act[T], __m256 out[T][2]) {
+  for (int t = 0; t < T; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
+  ForX16Blocks(g, next, nb, kTq2CodeBytes, kNearPrefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
+    const int8_t* a[T];
+    for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
+    const uint8_t* scales = g + X16ScalesOffset(b, kTq2CodeBytes);
+    if constexpr (T <= 2) {
+      __m256i s[T][2];
+      Tq2X16Rows<T, 2>(lines, 0, a, &pf, s);
+      for (int h = 0; h < 2; ++h) {
+        __m256i sh[T];
+        __m256 oh[T];
+        for (int t = 0; t < T; ++t) sh[t] = s[t][h], oh[t] = out[t][h];
+        Tq2X16Combine<T>(scales, h, b, nb, t0, sums, sh, oh);
+        for (int t = 0; t < T; ++t) out[t][h] = oh[t];
+      }
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        __m256i s[T][1];
+        // One inlined copy for both halves (the prefetch pointer is tested per line): GCC then
+        // keeps the block's activation broadcasts for the second half.
+        Tq2X16Rows<T, 1>(lines, h, a, h == 0 ? &pf : nullptr, s);
+        __m256i sh[T];
+        __m256 oh[T];
+        for (int t = 0; t < T; ++t) sh[t] = s[t][0], oh[t] = out[t][h];
+        Tq2X16Combine<T>(scales, h, b, nb, t0, sums, sh, oh);
+        for (int t = 0; t < T; ++t) out[t][h] = oh[t];
+      }
+    }
+  });
+}
+
+// Lanes of rows [lo, hi) among the 8 rows starting at row0, as a maskstore mask.
+inline __m256i RowMask8(int64_t row0, int64_t lo, int64_t hi) {
+  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(row0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(static_cast<int>(lo) - 1));
+  const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), idx);
+  return _mm256_and_si256(ge, lt);
+}
+
+}  // namespace
+
+// Every 16-row group of [r0, r1) is read from memory once: every pass of up to 4 tokens runs over
+// it while it sits in L1 (as ForX16GroupsEachPass on AVX-512).
+void GemmTq2X16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale) {
+  const int64_t nb = w.cols / kQK_K;
+  ActSums& sums = GetActSums();
+  GatherActSums(xq, act_stride, n_tokens, nb, &sums);
+  const __m256 ts = _mm256_set1_ps(w.tensor_scale), sc = _mm256_set1_ps(scale);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
+    ForTokenPasses<kMaxPassTokens>(n_tokens, [&](auto tc, int t0) {
+      constexpr int T = decltype(tc)::value;
+      const BlockQ8_K* act[T];
+      for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+      __m256 out[T][2];
+      Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, out);
+      for (int t = 0; t < T; ++t) {
+        for (int h = 0; h < 2; ++h) {
+          _mm256_maskstore_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16 + 8 * h, mask[h],
+                              _mm256_mul_ps(_mm256_mul_ps(out[t][h], ts), sc));
+        }
+      }
+    });
+  }
+}
+
+}  // namespace trine::kernels
