@@ -22,7 +22,7 @@ namespace trine::kernels {
 namespace {
 
 constexpr size_t kTq2CodeBytes = 1024;  // 16 lines of 64 bytes per block
-constexpr int kMaxPassTokens = 4;       // 4 tokens: 8 accumulators + 2 constants + 5 temporaries
+constexpr int kMaxPassTokens = 4;  // 3-4 tokens split the halves (t128 +10 % against passes of 2)
 constexpr size_t kNearPrefetch = 4096;  // as the AVX-512 kernel (x16_groups_avx512.h)
 
 inline __m256i BroadcastAct4(const int8_t* a) {
@@ -83,6 +83,44 @@ inline void Tq2X16Rows(const uint8_t* lines, int h0, const int8_t* const a[T], c
   }
 }
 
+// Tq2X16Rows for one token and both halves of each line, with fewer operations per line (decode
+// reads a block once and is bound by them): codes 1 and 3 are used in place under the mask 0x0C
+// (4 x code), so one shift per line serves all four, and they go to their own int16 sums (acc4),
+// widened every 4 lines (2 * 2 * 12 * 128 = 6144 per line, 24576 after 4); codes 0 and 2 (acc1,
+// 1536 per line) are widened once, after 16 lines, times 4 by vpmaddwd. s[j] lane i = the block
+// sum of row 8j + i, exact: the int32 sum is 4 x the sum, shifted out at the end.
+inline void Tq2X16RowsDecode(const uint8_t* lines, const int8_t* a, const LinePrefetch& pf, __m256i s[2]) {
+  const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12);
+  const __m256i ones = _mm256_set1_epi16(1), fours = _mm256_set1_epi16(4);
+  __m256i acc1[2], acc4[2], acc32[2];
+  for (int j = 0; j < 2; ++j) acc1[j] = acc4[j] = acc32[j] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) {
+    pf.Line(k);
+    const int8_t* at = a + 128 * (k / 8) + 4 * (k % 8);
+    const __m256i a0 = BroadcastAct4(at), a1 = BroadcastAct4(at + 32);
+    const __m256i a2 = BroadcastAct4(at + 64), a3 = BroadcastAct4(at + 96);
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j) {
+      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * j));
+      const __m256i q4 = _mm256_srli_epi16(q, 4);
+      acc1[j] = _mm256_add_epi16(acc1[j], _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(q, m3), a0),
+                                                           _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), a2)));
+      acc4[j] = _mm256_add_epi16(acc4[j], _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(q, m12), a1),
+                                                           _mm256_maddubs_epi16(_mm256_and_si256(q4, m12), a3)));
+    }
+    if ((k & 3) == 3) {
+      for (int j = 0; j < 2; ++j) {
+        acc32[j] = _mm256_add_epi32(acc32[j], _mm256_madd_epi16(acc4[j], ones));
+        acc4[j] = _mm256_setzero_si256();
+      }
+    }
+  }
+  for (int j = 0; j < 2; ++j) {
+    s[j] = _mm256_srai_epi32(_mm256_add_epi32(acc32[j], _mm256_madd_epi16(acc1[j], fours)), 2);
+  }
+}
+
 // The float step of rows 8h .. 8h + 7 for block b: out[t] += (s[t] - activation sum) * (d_w * d_a).
 template <int T>
 inline void Tq2X16Combine(const uint8_t* scales, int h, int64_t b, int64_t nb, int t0, const ActSums& sums,
@@ -109,9 +147,9 @@ inline void Tq2X16GroupAvx2(const uint8_t* g, const uint8_t* next, int64_t nb, i
     const int8_t* a[T];
     for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
     const uint8_t* scales = g + X16ScalesOffset(b, kTq2CodeBytes);
-    if constexpr (T <= 2) {
+    if constexpr (T == 1) {
       __m256i s[T][2];
-      Tq2X16Rows<T, 2>(lines, 0, a, &pf, s);
+      Tq2X16RowsDecode(lines, a[0], pf, s[0]);
       for (int h = 0; h < 2; ++h) {
         __m256i sh[T];
         __m256 oh[T];
