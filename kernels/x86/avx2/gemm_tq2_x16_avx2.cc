@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "tensor/blocks.h"
 #include "x86/q8k_act_sums.h"
+#include "x86/avx2/x16_avx2.h"
 #include "x86/x16_walk.h"
 
 namespace trine::kernels {
@@ -24,12 +25,6 @@ namespace {
 constexpr size_t kTq2CodeBytes = 1024;  // 16 lines of 64 bytes per block
 constexpr int kMaxPassTokens = 4;  // 3-4 tokens split the halves (t128 +10 % against passes of 2)
 constexpr size_t kNearPrefetch = 4096;  // as the AVX-512 kernel (x16_groups_avx512.h)
-
-inline __m256i BroadcastAct4(const int8_t* a) {
-  int32_t v;
-  std::memcpy(&v, a, 4);
-  return _mm256_set1_epi32(v);
-}
 
 // Rows 8h .. 8h + 7 (H = 1: rows 8h0 .. 8h0 + 7; H = 2: all 16 rows, both halves of each line) of
 // one block against T tokens: s[t][j] lane i = sum over the block's 256 elements of code *
@@ -171,14 +166,6 @@ inline void Tq2X16GroupAvx2(const uint8_t* g, const uint8_t* next, int64_t nb, i
       }
     }
   });
-}
-
-// Lanes of rows [lo, hi) among the 8 rows starting at row0, as a maskstore mask.
-inline __m256i RowMask8(int64_t row0, int64_t lo, int64_t hi) {
-  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(row0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(static_cast<int>(lo) - 1));
-  const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), idx);
-  return _mm256_and_si256(ge, lt);
 }
 
 }  // namespace
