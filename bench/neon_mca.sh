@@ -158,5 +158,5 @@ for c in "${CASES[@]}"; do
 done
 echo
 echo "llvm-mca $("$MCA" --version | awk '/LLVM version/ {print $NF}'), -iterations=$ITERATIONS; flags ${FLAGS[*]}; compilers:" \
-  "$("$CXX_GCC" --version | head -1)${CLANG:+; $("$CLANG" --version | head -1)}" \
+  "$(for comp in "${comps[@]}"; do if [ "$comp" = gcc ]; then "$CXX_GCC" --version | head -1; else "$CLANG" --version | head -1; fi; done | paste -sd";")" \
   "${LLAMA_CPP:+; llama.cpp $(git -C "$LLAMA_CPP" rev-parse --short HEAD 2>/dev/null || echo '(not a git checkout)')}"
