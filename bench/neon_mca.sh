@@ -19,8 +19,9 @@
 #      one kernel once on a row of 8 TQ2_0 blocks (64 Q4_0 blocks), for 1 token (the wrapper is
 #      `flatten`, so n_tokens = 1 folds into the loops as in a decode-specialised build) or for 3
 #      tokens (the kernel as compiled, with its inner token loop). It is compiled with the flags
-#      the NEON object library gets in a Release build (-O3 -march=armv8.2-a+dotprod) and linked
-#      statically. llama.cpp's ggml/src/ggml-cpu/arch/arm/quants.c is compiled with -O3
+#      the NEON object library gets in a Release build (-O3 -DNDEBUG -ffp-contract=off -fPIC
+#      -march=armv8.2-a+dotprod) and linked statically. llama.cpp's
+#      ggml/src/ggml-cpu/arch/arm/quants.c is compiled with -O3 -DNDEBUG -fPIC
 #      -march=armv8.2-a+dotprod (its flags for that CPU level) and called by
 #      bench/neon_mca/llama_harness.c.
 #   2. qemu-aarch64 -d in_asm,exec,nochain logs every translation block it runs;
@@ -48,7 +49,11 @@ CC_GCC="${CC_GCC:-aarch64-linux-gnu-gcc}"
 CLANG="${CLANG:-$(command -v clang++-14 || true)}"
 OBJDUMP="${OBJDUMP:-aarch64-linux-gnu-objdump}"
 QEMU="${QEMU:-qemu-aarch64}"
-FLAGS=(-O3 -DNDEBUG -march=armv8.2-a+dotprod)
+# trine's NEON objects in a Release build (CMake's -O3 -DNDEBUG, the project's -ffp-contract=off,
+# position-independent) and llama.cpp's ggml-cpu at the same CPU level (a shared library, default
+# contraction).
+FLAGS=(-O3 -DNDEBUG -fPIC -ffp-contract=off -march=armv8.2-a+dotprod)
+LLAMA_FLAGS=(-O3 -DNDEBUG -fPIC -march=armv8.2-a+dotprod)
 
 for tool in "$MCA" "$CXX_GCC" "$OBJDUMP" "$QEMU" python3; do
   if [ -z "$tool" ] || ! command -v "$tool" >/dev/null; then
@@ -106,9 +111,9 @@ build() {  # build COMPILER: the harness binaries for one compiler
   fi
   if [ -n "${LLAMA_CPP:-}" ]; then
     local L="$LLAMA_CPP"
-    $cc -std=gnu11 "${FLAGS[@]}" -I"$L/ggml/include" -I"$L/ggml/src" -I"$L/ggml/src/ggml-cpu" \
+    $cc -std=gnu11 "${LLAMA_FLAGS[@]}" -I"$L/ggml/include" -I"$L/ggml/src" -I"$L/ggml/src/ggml-cpu" \
       -ffunction-sections -fdata-sections -c "$L/ggml/src/ggml-cpu/arch/arm/quants.c" -o "$WORK/llama_quants.$comp.o"
-    $cc "${FLAGS[@]}" -static "$HERE/llama_harness.c" "$WORK/llama_quants.$comp.o" -Wl,--gc-sections \
+    $cc "${LLAMA_FLAGS[@]}" -static "$HERE/llama_harness.c" "$WORK/llama_quants.$comp.o" -Wl,--gc-sections \
       -Wl,--unresolved-symbols=ignore-all -o "$WORK/llama.$comp"
     "$OBJDUMP" -d --no-show-raw-insn "$WORK/llama.$comp" >"$WORK/llama.$comp.dump"
   fi
@@ -157,6 +162,6 @@ for c in "${CASES[@]}"; do
   done
 done
 echo
-echo "llvm-mca $("$MCA" --version | awk '/LLVM version/ {print $NF}'), -iterations=$ITERATIONS; flags ${FLAGS[*]}; compilers:" \
+echo "llvm-mca $("$MCA" --version | awk '/LLVM version/ {print $NF}'), -iterations=$ITERATIONS; trine ${FLAGS[*]}${LLAMA_CPP:+; llama.cpp ${LLAMA_FLAGS[*]}}; compilers:" \
   "$(for comp in "${comps[@]}"; do if [ "$comp" = gcc ]; then "$CXX_GCC" --version | head -1; else "$CLANG" --version | head -1; fi; done | paste -sd";")" \
   "${LLAMA_CPP:+; llama.cpp $(git -C "$LLAMA_CPP" rev-parse --short HEAD 2>/dev/null || echo '(not a git checkout)')}"
