@@ -29,7 +29,9 @@ struct Shape {
 };
 
 const Shape kShapes[] = {{1, 256, 1}, {7, 256, 3}, {33, 512, 1}, {16, 2560, 2}, {5, 6912, 1}, {64, 768, 65},
-                         {3, 1024, 130}, {50, 512, 7}, {37, 2560, 1}};
+                         {3, 1024, 130}, {50, 512, 7}, {37, 2560, 1},
+                         // 13 groups of 16 rows: the AVX2 x16 prefill's chunks of 8 groups, 2 passes + 1.
+                         {200, 512, 9}};
 
 struct Case {
   TypeId file_type;  // type as stored (TQ1_0 / I2_S are repacked like the loader does)

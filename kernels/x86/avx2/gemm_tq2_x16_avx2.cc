@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.h"
 #include "kernels.h"
@@ -116,6 +117,73 @@ inline void Tq2X16RowsDecode(const uint8_t* lines, const int8_t* a, const LinePr
   }
 }
 
+// Prefill: the activation broadcasts of a token pass, built once per pass and chunk of groups
+// instead of once per group (a broadcast from memory costs a vector-pipe uop besides its load on
+// Zen, as much as the vpmaddubsw it feeds; from a tile the vpmaddubsw takes its operand from
+// memory). Block b of token t: 64 vectors at (b * T + t) * 64 + 4k + n, the 4 activations line k's
+// code n meets.
+struct alignas(32) Bcast {
+  int8_t b[32];
+};
+struct BcastTile {
+  std::vector<Bcast> v;  // C++17 aligned new: 32-byte aligned
+};
+
+BcastTile& GetBcastTile() {
+  thread_local BcastTile s;  // grow-only per thread (the GemmFn contract has no workspace)
+  return s;
+}
+
+template <int T>
+void BuildBcastTile(const BlockQ8_K* const act[T], int64_t nb, BcastTile* tile) {
+  const size_t n = static_cast<size_t>(nb) * T * 64;
+  if (tile->v.size() < n) tile->v.resize(n);
+  Bcast* v = tile->v.data();
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const int8_t* a = act[t][b].qs;
+      for (int k = 0; k < 16; ++k) {
+        for (int c = 0; c < 4; ++c, ++v) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(v->b), BroadcastAct4(a + 128 * (k / 8) + 4 * (k % 8) + 32 * c));
+        }
+      }
+    }
+  }
+}
+
+// Tq2X16Rows<T, 1> with the activations from a BcastTile (bv: block b's 64 * T vectors).
+template <int T>
+inline void Tq2X16RowsTiled(const uint8_t* lines, int h, const Bcast* bv, const LinePrefetch* pf, __m256i s[T]) {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc16[T], acc32[T];
+  for (int t = 0; t < T; ++t) acc16[t] = acc32[t] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) {
+    if (pf != nullptr) pf->Line(k);
+    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * h));
+    const __m256i c0 = _mm256_and_si256(q, m3);
+    const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
+    const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3);
+    const __m256i c3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const Bcast* a = bv + t * 64 + 4 * k;
+      auto ld = [](const Bcast* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p->b)); };
+      const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c0, ld(a)), _mm256_maddubs_epi16(c1, ld(a + 1)));
+      const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, ld(a + 2)), _mm256_maddubs_epi16(c3, ld(a + 3)));
+      acc16[t] = _mm256_add_epi16(acc16[t], _mm256_add_epi16(p01, p23));
+    }
+    if ((k & 7) == 7) {  // the bound of Tq2X16Rows
+      for (int t = 0; t < T; ++t) {
+        acc32[t] = _mm256_add_epi32(acc32[t], _mm256_madd_epi16(acc16[t], ones));
+        acc16[t] = _mm256_setzero_si256();
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) s[t] = acc32[t];
+}
+
 // The float step of rows 8h .. 8h + 7 for block b: out[t] += (s[t] - activation sum) * (d_w * d_a).
 template <int T>
 inline void Tq2X16Combine(const uint8_t* scales, int h, int64_t b, int64_t nb, int t0, const ActSums& sums,
@@ -168,31 +236,65 @@ inline void Tq2X16GroupAvx2(const uint8_t* g, const uint8_t* next, int64_t nb, i
   });
 }
 
+// Tq2X16GroupAvx2 for a full pass of kMaxPassTokens tokens with the pass's BcastTile.
+template <int T>
+inline void Tq2X16GroupTiled(const uint8_t* g, const uint8_t* next, int64_t nb, int t0, const ActSums& sums,
+                             const Bcast* tile, __m256 out[T][2]) {
+  for (int t = 0; t < T; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
+  ForX16Blocks(g, next, nb, kTq2CodeBytes, kNearPrefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
+    const uint8_t* scales = g + X16ScalesOffset(b, kTq2CodeBytes);
+    for (int h = 0; h < 2; ++h) {
+      __m256i s[T];
+      Tq2X16RowsTiled<T>(lines, h, tile + static_cast<size_t>(b) * T * 64, h == 0 ? &pf : nullptr, s);
+      __m256 oh[T];
+      for (int t = 0; t < T; ++t) oh[t] = out[t][h];
+      Tq2X16Combine<T>(scales, h, b, nb, t0, sums, s, oh);
+      for (int t = 0; t < T; ++t) out[t][h] = oh[t];
+    }
+  });
+}
+
 }  // namespace
 
-// Every 16-row group of [r0, r1) is read from memory once: every pass of up to 4 tokens runs over
-// it while it sits in L1 (as ForX16GroupsEachPass on AVX-512).
+// Decode and short batches (< kMaxPassTokens tokens): every 16-row group of [r0, r1) is read from
+// memory once and every pass runs over it while it sits in L1 (as ForX16GroupsEachPass on
+// AVX-512). Longer batches go by chunks of kChunkGroups groups: per chunk, each full pass builds
+// its BcastTile once and runs over the chunk's groups (in L2), then the remainder pass.
+constexpr int64_t kChunkGroups = 8;  // 8 groups of a 6912-column TQ2_0 matrix: 221 KB, tile 216 KB
+
 void GemmTq2X16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
   ActSums& sums = GetActSums();
   GatherActSums(xq, act_stride, n_tokens, nb, &sums);
   const __m256 ts = _mm256_set1_ps(w.tensor_scale), sc = _mm256_set1_ps(scale);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
+  auto store = [&](int t, int64_t g, const __m256i mask[2], const __m256 out[2]) {
+    for (int h = 0; h < 2; ++h) {
+      _mm256_maskstore_ps(y + static_cast<int64_t>(t) * ldy + g * 16 + 8 * h, mask[h],
+                          _mm256_mul_ps(_mm256_mul_ps(out[h], ts), sc));
+    }
+  };
+  auto token_blocks = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t)); };
+  const int64_t g_end = (r1 + 15) / 16;
+  const int64_t chunk = n_tokens >= kMaxPassTokens ? kChunkGroups : 1;
+  for (int64_t c0 = r0 / 16; c0 < g_end; c0 += chunk) {
+    const int64_t c1 = c0 + chunk < g_end ? c0 + chunk : g_end;
     ForTokenPasses<kMaxPassTokens>(n_tokens, [&](auto tc, int t0) {
       constexpr int T = decltype(tc)::value;
       const BlockQ8_K* act[T];
-      for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
-      __m256 out[T][2];
-      Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, out);
-      for (int t = 0; t < T; ++t) {
-        for (int h = 0; h < 2; ++h) {
-          _mm256_maskstore_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16 + 8 * h, mask[h],
-                              _mm256_mul_ps(_mm256_mul_ps(out[t][h], ts), sc));
+      for (int t = 0; t < T; ++t) act[t] = token_blocks(t0 + t);
+      if constexpr (T == kMaxPassTokens) BuildBcastTile<T>(act, nb, &GetBcastTile());
+      for (int64_t g = c0; g < c1; ++g) {
+        const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+        const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+        const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
+        __m256 out[T][2];
+        if constexpr (T == kMaxPassTokens) {
+          Tq2X16GroupTiled<T>(gp, gp + w.group_bytes, nb, t0, sums, GetBcastTile().v.data(), out);
+        } else {
+          Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, out);
         }
+        for (int t = 0; t < T; ++t) store(t0 + t, g, mask, out[t]);
       }
     });
   }
