@@ -72,8 +72,9 @@ Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst) 
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant) {
   variant = ResolveTernaryVariant(variant, isa);
   if (isa == Isa::kAvx2) {
-    // The AVX2 Q4_0, Q4_K and int8-dot ternary kernels read x16 (TQ1_0 and I2_S once repacked to TQ2_0).
-    if (type == TypeId::kQ4_0 || type == TypeId::kQ4_K) return true;
+    // The AVX2 Q4_0, Q4_K, Q6_K and int8-dot ternary kernels read x16 (TQ1_0 and I2_S once
+    // repacked to TQ2_0).
+    if (type == TypeId::kQ4_0 || type == TypeId::kQ4_K || type == TypeId::kQ6_K) return true;
     return type == TypeId::kTQ2_0 && variant == TernaryVariant::kInt8Dot;
   }
   if (isa != Isa::kAvx512) return false;

@@ -1,6 +1,6 @@
 // AVX2 (+FMA, F16C) kernels for the INT4/INT8/K-quant weight types: Q4_0 x Q8_0, Q8_0 x Q8_0,
-// Q4_K x Q8_K, Q6_K x Q8_K, on the file's block layout (Q4_0 and Q4_K on the x16 layout are in
-// gemm_q4_0_x16_avx2.cc and gemm_q4_k_x16_avx2.cc). Compiled with its own flags;
+// Q4_K x Q8_K, Q6_K x Q8_K, on the file's block layout (the x16 layouts of Q4_0, Q4_K and Q6_K
+// are read by gemm_q4_0_x16_avx2.cc, gemm_q4_k_x16_avx2.cc and gemm_q6_k_x16_avx2.cc). Compiled with its own flags;
 // reached only through the dispatch table. Must not depend on anything but the block structs,
 // fp16 helpers and the GemmFn contract (kernels/ref/matmul_ref.h).
 //
@@ -397,9 +397,17 @@ void GemmQ4_KAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int
   }
 }
 
+// Q6_K x16 (gemm_q6_k_x16_avx2.cc): what the loader builds (WantsX16); file rows for streamed layers.
+void GemmQ6_KX16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                     int64_t r0, int64_t r1, float scale);
+
 void GemmQ6_KAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                   int64_t r0, int64_t r1, float scale) {
-  GemmQ6_K(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  if (w.interleave == 16) {
+    GemmQ6_KX16Avx2(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  } else {
+    GemmQ6_K(w, xq, act_stride, n_tokens, y, ldy, r0, r1, scale);
+  }
 }
 
 }  // namespace trine::kernels
