@@ -1,8 +1,8 @@
 // Load-time repacking of weights into the layouts the kernels read. Ternary rows go to TQ2_0
 // blocks where the kernel needs them: TQ1_0 (base-3 trits) converts losslessly, keeping each
 // block's fp16 scale; I2_S (bitnet.cpp) gets d = 1 in every block and keeps its fp32 per-tensor
-// scale in WeightView::tensor_scale. On AVX-512 the rows (and Q4_0 / Q4_K rows) are then
-// interleaved 16 at a time (x16);
+// scale in WeightView::tensor_scale. On AVX-512 and AVX2 the rows (and Q4_0 / Q4_K / Q6_K rows)
+// are then interleaved 16 at a time (x16);
 // with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes).
 // The file's pages are never touched again, so repacked memory replaces, not duplicates, them.
 #pragma once
@@ -27,8 +27,8 @@ bool NeedsTernaryRepack(const WeightView& w);
 Status RepackToTq2(const WeightView& src, PageBuffer* storage, WeightView* dst);
 
 // True when the kernel `isa` / `variant` selects for `type` reads the 16-row interleaved layout
-// (WeightView::interleave = 16): AVX-512's TQ2_0 int8-dot, Q4_0 and Q4_K kernels, and TQ1_0 where
-// Tq1X16Enabled().
+// (WeightView::interleave = 16): the AVX-512 and AVX2 TQ2_0 int8-dot, Q4_0, Q4_K and Q6_K kernels,
+// and TQ1_0 where Tq1X16Enabled() (AVX-512 VBMI).
 bool WantsX16(TypeId type, Isa isa, TernaryVariant variant);
 
 // TQ1_0 is read in place (x16, kernels/x86/tq1_x16.h) rather than repacked to TQ2_0: the build

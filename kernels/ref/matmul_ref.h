@@ -36,7 +36,7 @@ struct WeightView {
   // profiler can choose per layer; GemmDequantF32 implements it).
   bool f32_activations = false;
   // In-memory layout. 0: the file's row-major blocks (row r at data + r * row_bytes). 16: rows
-  // interleaved in groups of 16 for the AVX-512 kernels (TQ1_0, TQ2_0, Q4_0, Q4_K and Q6_K; built
+  // interleaved in groups of 16 for the AVX-512 and AVX2 kernels (TQ1_0, TQ2_0, Q4_0, Q4_K and Q6_K; built
   // at load time by InterleaveX16, kernels/repack.h): group g (rows 16g..16g+15, zero padding past
   // `rows`) starts at data + g * group_bytes (64-byte aligned) and holds its blocks in pairs
   // (X16ScalesOffset / X16CodesOffset below): 64 bytes with the 16 fp16 scales of block 2c and of
