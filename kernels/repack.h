@@ -59,4 +59,16 @@ using X16RowSource = std::function<void(int64_t row0, int n_rows, uint8_t* rows)
 Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, PageBuffer* storage,
                          WeightView* dst);
 
+// True when the kernel `isa` / `variant` selects for `type` reads the lookup-table layout
+// (WeightView::interleave = kInterleaveLut): the lookup variant where the ISA has a tq2_lut kernel
+// (AVX2, NEON), for TQ2_0 rows (TQ1_0 and I2_S once repacked to TQ2_0).
+bool WantsLutLayout(TypeId type, Isa isa, TernaryVariant variant);
+
+// Bytes of the lookup-table layout of `w` (0 when it has none: plain TQ2_0 rows only).
+size_t LutBytes(const WeightView& w);
+
+// Writes the lookup-table layout of the plain TQ2_0 weight `src` into *storage (used as it is when
+// it holds exactly LutBytes(src) bytes, else a new PageBuffer) and points *dst at it.
+Status InterleaveLut(const WeightView& src, PageBuffer* storage, WeightView* dst);
+
 }  // namespace trine::kernels

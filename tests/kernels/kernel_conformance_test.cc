@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "repack.h"
 #include "x86/tq1_x16.h"
+#include "tensor/blocks.h"
 #include "tensor/dtype.h"
 
 namespace trine::kernels {
@@ -83,6 +84,19 @@ TEST_P(KernelConformance, MatchesReference) {
       }
       const WeightView plain = w;
       PageBuffer interleaved;
+      // The lookup kernels' layout, as the loader builds it (they read plain rows too: both run).
+      const bool lut = WantsLutLayout(w.type, isa, c.variant);
+      if (lut) {
+        ASSERT_TRUE(InterleaveLut(plain, &interleaved, &w).ok());
+        ASSERT_EQ(w.interleave, kInterleaveLut);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(w.data) % 32, 0u);
+        ASSERT_EQ(w.group_bytes * static_cast<size_t>((s.rows + 15) / 16), LutBytes(plain));
+        std::vector<uint8_t> scratch(w.row_bytes);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          ASSERT_EQ(std::memcmp(RowData(w, r, scratch.data()), plain.data + static_cast<size_t>(r) * plain.row_bytes,
+                                plain.row_bytes), 0) << "lookup layout row " << r;
+        }
+      }
       if (c.x16) {
         ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
         ASSERT_EQ(w.interleave, 16);
@@ -106,21 +120,23 @@ TEST_P(KernelConformance, MatchesReference) {
       std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
       GemmRef(plain, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
       GemmFn fn = SelectGemm(w.type, isa, c.variant, nullptr);
-      if (c.x16) {
+      if (c.x16 || lut) {
         // The reference reads the interleaved layout too (the profiler's f32 path, tests).
         std::vector<float> ref2(want.size(), nan);
         GemmRef(w, xq.data(), act, s.n_tokens, ref2.data(), ldy, 0, s.rows, 0.75f);
         for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_TRUE(std::memcmp(&ref2[i], &want[i], 4) == 0) << "GemmRef on the x16 layout, index " << i;
+          ASSERT_TRUE(std::memcmp(&ref2[i], &want[i], 4) == 0) << "GemmRef on the interleaved layout, index " << i;
         }
       }
       // Row ranges as threads would split them: halves, then thirds (ranges off 16-row
       // boundaries), each pass NaN-poisoned afresh.
-      for (int parts : {2, 3}) {
-        SCOPED_TRACE(::testing::Message() << parts << " row ranges");
+      for (int pass = 0; pass < (lut ? 4 : 2); ++pass) {
+        const int parts = 2 + pass % 2;
+        const WeightView& v = pass < 2 ? w : plain;  // the lookup kernels on plain rows too
+        SCOPED_TRACE(::testing::Message() << parts << " row ranges" << (v.interleave ? "" : ", plain rows"));
         std::fill(got.begin(), got.end(), nan);
         for (int p = 0; p < parts; ++p) {
-          fn(w, xq.data(), act, s.n_tokens, got.data(), ldy, s.rows * p / parts, s.rows * (p + 1) / parts, 0.75f);
+          fn(v, xq.data(), act, s.n_tokens, got.data(), ldy, s.rows * p / parts, s.rows * (p + 1) / parts, 0.75f);
         }
         double err = 0.0, ref = 0.0;
         for (int t = 0; t < s.n_tokens; ++t) {
@@ -231,6 +247,67 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
     // KernelConformance covers.
     GTEST_SKIP() << "no ISA level reads TQ1_0 in place here (needs AVX-512 VBMI)";
   }
+}
+
+// The lookup kernels read every TQ2_0 code byte as the reference does, code 3 (no quantizer
+// writes it, a file may hold it) included: random bytes and scales with 0..255 in the first
+// blocks, the lookup-table layout, token counts 1..9, rows split in thirds, and a first token at
+// the int8 extremes (-128 and 127 under code 3: the largest table entries, the int16 bound).
+TEST(Tq2Lut, EveryByteValueMatchesReference) {
+  std::mt19937 rng(78);
+  int levels = 0;
+  for (Isa isa : AvailableIsas()) {
+    if (!WantsLutLayout(TypeId::kTQ2_0, isa, TernaryVariant::kLut)) continue;
+    ++levels;
+    for (const Shape& s : {Shape{37, 512, 0}, Shape{16, 2560, 0}, Shape{3, 256, 0}}) {
+      const int64_t nb = s.cols / 256;
+      std::vector<uint8_t> plain(static_cast<size_t>(s.rows * nb) * 66);
+      std::uniform_real_distribution<float> ud(-0.2f, 0.2f);
+      for (size_t i = 0; i < plain.size(); i += 66) {
+        for (size_t j = 0; j < 64; ++j) plain[i + j] = static_cast<uint8_t>(rng());
+        const uint16_t d = Fp32ToFp16(ud(rng));
+        std::memcpy(&plain[i + 64], &d, 2);
+      }
+      // Row 0's blocks all code 3 (byte 0xFF), against the extreme token below; every byte value
+      // in order from row 1 on.
+      for (int64_t b = 0; b < nb; ++b) std::memset(&plain[static_cast<size_t>(b) * 66], 0xFF, 64);
+      for (int v = 0; v < 256 && v / 64 < (s.rows - 1) * nb; ++v) {
+        plain[static_cast<size_t>(nb + v / 64) * 66 + static_cast<size_t>(v % 64)] = static_cast<uint8_t>(v);
+      }
+      WeightView w;
+      w.type = TypeId::kTQ2_0;
+      w.rows = s.rows;
+      w.cols = s.cols;
+      w.data = plain.data();
+      w.row_bytes = static_cast<size_t>(nb) * 66;
+      const WeightView file_rows = w;
+      PageBuffer lut;
+      ASSERT_TRUE(InterleaveLut(file_rows, &lut, &w).ok());
+      const GemmFn fn = SelectGemm(TypeId::kTQ2_0, isa, TernaryVariant::kLut, nullptr);
+      for (int n = 1; n <= 9; ++n) {
+        SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << s.rows << "x" << s.cols << " tokens " << n);
+        const size_t act = ActivationBytes(TypeId::kTQ2_0, s.cols);
+        std::vector<uint8_t> xq(act * static_cast<size_t>(n));
+        for (int t = 0; t < n; ++t) {
+          const std::vector<float> x = RandomActivations(s.cols, &rng, t == 1);
+          QuantizeActivations(TypeId::kTQ2_0, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+        }
+        BlockQ8_K* a0 = reinterpret_cast<BlockQ8_K*>(xq.data());
+        for (int64_t b = 0; b < nb; ++b) {
+          for (int j = 0; j < 256; ++j) a0[b].qs[j] = static_cast<int8_t>(b % 2 == 0 ? -128 : 127);
+          for (int j = 0; j < 16; ++j) a0[b].bsums[j] = static_cast<int16_t>(16 * a0[b].qs[0]);
+        }
+        const int64_t ldy = s.rows + 2;
+        std::vector<float> want(static_cast<size_t>(ldy * n), Nan()), got = want;
+        GemmRef(file_rows, xq.data(), act, n, want.data(), ldy, 0, s.rows, 0.5f);
+        for (int p = 0; p < 3; ++p) fn(w, xq.data(), act, n, got.data(), ldy, s.rows * p / 3, s.rows * (p + 1) / 3, 0.5f);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_TRUE(std::memcmp(&got[i], &want[i], 4) == 0) << "index " << i << " got " << got[i] << " want " << want[i];
+        }
+      }
+    }
+  }
+  if (levels == 0) GTEST_SKIP() << "no ISA level here has a lookup-table ternary kernel";
 }
 
 // The TQ1_0 x16 layout's byte code (x86/tq1_x16.h), checked on every file byte value with no
