@@ -66,7 +66,7 @@ const Variant kVariants[] = {
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_x16_amx", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
-    {"tq2_0_lut", TypeId::kTQ2_0, TernaryVariant::kLut, false},
+    {"tq2_0_lut", TypeId::kTQ2_0, TernaryVariant::kLut, true},
     {"tq1_0_x16", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true, true},  // read in place (VBMI)
     {"tq1_0_x16_amx", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, false, true, true},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},

@@ -31,6 +31,7 @@ namespace {
 constexpr int kTableBytes = 4096;  // one token's tables for one block: 32 line pairs x 2 nibbles x 64
 constexpr int kSubTokens = 4;      // tokens whose int16 accumulators share one pass over a block's lines
 constexpr int kChunkTokens = 16;   // tokens whose tables are built together (prefill)
+constexpr int kPrefetchAhead = 2048;  // bytes of the weight stream prefetched ahead of the loads
 
 // The tables of one (token, block): for line pair p (lines 2p, 2p + 1) and nibble s (0: codes
 // n = 0, 1 of the byte; 1: n = 2, 3), 64 bytes at (2p + s) * 64: the low bytes of line 2p's 16
@@ -69,6 +70,8 @@ inline void BlockSums(const uint8_t* codes, const uint8_t* const* tab, __m256i* 
     for (int t = 0; t < T; ++t) a0[t] = a1[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int p = 16 * half; p < 16 * half + 16; ++p) {
+      // The group's bytes are one stream (decode): keep it ahead of the loads.
+      if (p % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(codes + 32 * p + kPrefetchAhead), _MM_HINT_T0);
       const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * p));
       const __m256i il = _mm256_and_si256(q, m4);
       const __m256i ih = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -149,9 +152,12 @@ void GemmTq2LutAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, i
   thread_local std::vector<float> das;
   for (int t0 = 0; t0 < n_tokens; t0 += kChunkTokens) {
     const int nt = std::min(kChunkTokens, n_tokens - t0);
-    // Decode keeps a chunk of blocks' tables in L1 (with the lines streaming past), prefill in L2.
-    const int64_t budget = nt <= kSubTokens ? 24 << 10 : 192 << 10;
-    const int64_t kb = std::max<int64_t>(1, std::min<int64_t>(nb, budget / (int64_t{nt} * kTableBytes)));
+    // Decode reads each group's blocks front to back, all of them (tables of every block, in L2
+    // for long rows): chunks of a few blocks per group made the weights many short runs, which
+    // the hardware prefetchers did not follow from DRAM. Prefill keeps a chunk of blocks' tables
+    // in L2 and reuses each group's block (in L1) for every 4 tokens of the chunk.
+    const int64_t kb = nt <= kSubTokens ? nb
+                                        : std::max<int64_t>(1, std::min<int64_t>(nb, (192 << 10) / (int64_t{nt} * kTableBytes)));
     tables.resize(static_cast<size_t>(nt * kb * kTableBytes / 32));
     accs.assign(static_cast<size_t>((g1 - g0) * nt * 16), 0.0f);
     asums.resize(static_cast<size_t>(nt * nb));
