@@ -3,7 +3,8 @@
 // block's fp16 scale; I2_S (bitnet.cpp) gets d = 1 in every block and keeps its fp32 per-tensor
 // scale in WeightView::tensor_scale. On AVX-512 the rows (and Q4_0 / Q4_K rows) are then
 // interleaved 16 at a time (x16);
-// with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes).
+// with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes). For the
+// lookup-table kernels (AVX2, NEON; TRINE_TERNARY=lut) TQ2_0 rows get their own 16-row layout.
 // The file's pages are never touched again, so repacked memory replaces, not duplicates, them.
 #pragma once
 
