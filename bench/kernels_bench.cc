@@ -66,7 +66,7 @@ const Variant kVariants[] = {
     {"tq2_0_x16", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, true, true},
     {"tq2_0_x16_amx", TypeId::kTQ2_0, TernaryVariant::kInt8Dot, false, true, true},
     {"tq2_0_mulfree", TypeId::kTQ2_0, TernaryVariant::kMulFree, false},
-    {"tq2_0_lut", TypeId::kTQ2_0, TernaryVariant::kLut, false},
+    {"tq2_0_lut", TypeId::kTQ2_0, TernaryVariant::kLut, true},
     {"tq1_0_x16", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, true, true},  // read in place (VBMI)
     {"tq1_0_x16_amx", TypeId::kTQ1_0, TernaryVariant::kInt8Dot, false, true, true},
     {"q4_0", TypeId::kQ4_0, TernaryVariant::kDefault, true},
@@ -136,6 +136,12 @@ void BM_Gemm(benchmark::State& state, Variant v, Isa isa, Shape s, int n_tokens,
   trine::PageBuffer interleaved;
   if (v.x16 && !trine::kernels::InterleaveX16(w, &interleaved, &w).ok()) {
     state.SkipWithError("interleave failed");
+    return;
+  }
+  // The lookup kernels' layout, as the loader builds it for TRINE_TERNARY=lut.
+  if (!v.x16 && trine::kernels::WantsLutLayout(v.type, isa, v.variant) &&
+      !trine::kernels::InterleaveLut(w, &interleaved, &w).ok()) {
+    state.SkipWithError("lookup-table layout failed");
     return;
   }
   // The model's layouts end up on huge pages (Model::StartHugePagePromotion); so does this copy.
@@ -297,6 +303,11 @@ int main(int argc, char** argv) {
         // The AMX prefill kernel against the AVX-512 x16 one at prefill batch sizes.
         if (v.x16 && v.type != TypeId::kQ4_0 && std::string(s.name).rfind("bitnet2b.", 0) == 0) {
           toks = {1, 16, 64, 128};
+        }
+        // The lookup kernel against the file-layout int8-dot one at decode batch sizes too.
+        if (!v.x16 && v.type == TypeId::kTQ2_0 && std::string(s.name).rfind("bitnet2b.", 0) == 0 &&
+            (v.variant == TernaryVariant::kLut || v.variant == TernaryVariant::kInt8Dot)) {
+          toks = {1, 4, 128};
         }
         if (v.amx && (isa != Isa::kAvx512 || !trine::kernels::AmxAvailable())) continue;
         for (int n_tokens : toks) {

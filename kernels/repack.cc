@@ -224,4 +224,48 @@ Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, Page
   return Status::Ok();
 }
 
+bool WantsLutLayout(TypeId type, Isa isa, TernaryVariant variant) {
+  if (type != TypeId::kTQ2_0 || ResolveTernaryVariant(variant, isa) != TernaryVariant::kLut) return false;
+  return (isa == Isa::kAvx2 || isa == Isa::kNeon) && GetKernelTable(isa).tq2_lut != nullptr;
+}
+
+size_t LutBytes(const WeightView& w) {
+  if (w.type != TypeId::kTQ2_0 || w.interleave != 0 || w.cols % kQK_K != 0) return 0;
+  return static_cast<size_t>((w.rows + 15) / 16) * static_cast<size_t>(w.cols / kQK_K) * kLutBlockBytes;
+}
+
+Status InterleaveLut(const WeightView& src, PageBuffer* storage, WeightView* dst) {
+  const size_t bytes = LutBytes(src);
+  if (bytes == 0) return Unsupported("lookup-table layout needs plain TQ2_0 rows");
+  const WeightView from = src;  // dst may alias src
+  const int64_t nb = from.cols / kQK_K;
+  const int64_t groups = (from.rows + 15) / 16;
+  const size_t group_bytes = static_cast<size_t>(nb) * kLutBlockBytes;
+  if (storage->size() != bytes) *storage = PageBuffer(bytes);
+  uint8_t* base = storage->data();
+  // Rows past `rows` in the last group must read as code 0 with scale 0 (computed, never stored).
+  if (from.rows % 16 != 0) std::memset(base + bytes - group_bytes, 0, group_bytes);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    uint8_t* g = base + static_cast<size_t>(gi) * group_bytes;
+    const int n_rows = static_cast<int>(std::min<int64_t>(16, from.rows - gi * 16));
+    for (int i = 0; i < n_rows; ++i) {
+      const BlockTQ2_0* row =
+          reinterpret_cast<const BlockTQ2_0*>(from.data + static_cast<size_t>(gi * 16 + i) * from.row_bytes);
+      for (int64_t b = 0; b < nb; ++b) {
+        std::memcpy(g + LutScalesOffset(b) + 2 * i, &row[b].d, 2);
+        uint8_t* codes = g + LutCodesOffset(b);
+        for (int j = 0; j < 64; ++j) codes[16 * j + i] = row[b].qs[j];
+      }
+    }
+  }
+  *dst = from;
+  dst->data = base;
+  dst->interleave = kInterleaveLut;
+  dst->group_bytes = group_bytes;
+  return Status::Ok();
+}
+
 }  // namespace trine::kernels

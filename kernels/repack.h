@@ -3,7 +3,8 @@
 // block's fp16 scale; I2_S (bitnet.cpp) gets d = 1 in every block and keeps its fp32 per-tensor
 // scale in WeightView::tensor_scale. On AVX-512 and AVX2 the rows (and Q4_0 / Q4_K / Q6_K rows)
 // are then interleaved 16 at a time (x16);
-// with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes).
+// with VBMI, TQ1_0 is interleaved as it is, without the TQ2_0 step (22 % fewer bytes). For the
+// lookup-table kernels (AVX2, NEON; TRINE_TERNARY=lut) TQ2_0 rows get their own 16-row layout.
 // The file's pages are never touched again, so repacked memory replaces, not duplicates, them.
 #pragma once
 
@@ -58,5 +59,17 @@ Status InterleaveX16(const WeightView& src, PageBuffer* storage, WeightView* dst
 using X16RowSource = std::function<void(int64_t row0, int n_rows, uint8_t* rows)>;
 Status InterleaveX16Rows(const WeightView& shape, const X16RowSource& fill, PageBuffer* storage,
                          WeightView* dst);
+
+// True when the kernel `isa` / `variant` selects for `type` reads the lookup-table layout
+// (WeightView::interleave = kInterleaveLut): the lookup variant where the ISA has a tq2_lut kernel
+// (AVX2, NEON), for TQ2_0 rows (TQ1_0 and I2_S once repacked to TQ2_0).
+bool WantsLutLayout(TypeId type, Isa isa, TernaryVariant variant);
+
+// Bytes of the lookup-table layout of `w` (0 when it has none: plain TQ2_0 rows only).
+size_t LutBytes(const WeightView& w);
+
+// Writes the lookup-table layout of the plain TQ2_0 weight `src` into *storage (used as it is when
+// it holds exactly LutBytes(src) bytes, else a new PageBuffer) and points *dst at it.
+Status InterleaveLut(const WeightView& src, PageBuffer* storage, WeightView* dst);
 
 }  // namespace trine::kernels

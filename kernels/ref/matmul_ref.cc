@@ -292,6 +292,19 @@ int64_t X16BlockElems(TypeId type) {
 }
 
 const uint8_t* RowData(const WeightView& w, int64_t r, uint8_t* scratch) {
+  if (w.interleave == kInterleaveLut) {
+    const int64_t nb = w.cols / kQK_K;
+    const uint8_t* g = w.data + static_cast<size_t>(r / 16) * w.group_bytes;
+    const int i = static_cast<int>(r % 16);
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockTQ2_0 blk;
+      const uint8_t* codes = g + LutCodesOffset(b);
+      for (int j = 0; j < 64; ++j) blk.qs[j] = codes[16 * j + i];
+      std::memcpy(&blk.d, g + LutScalesOffset(b) + 2 * i, 2);
+      std::memcpy(scratch + static_cast<size_t>(b) * sizeof(BlockTQ2_0), &blk, sizeof(blk));
+    }
+    return scratch;
+  }
   if (w.interleave != 16) return w.data + static_cast<size_t>(r) * w.row_bytes;
   const X16Format f = X16FormatOf(w.type);
   const int64_t nb = w.cols / X16BlockElems(w.type);

@@ -47,9 +47,27 @@ struct WeightView {
   // the codes, the two interleaved streams per group left the hardware prefetchers behind (Q4_0
   // decode on Zen 5 read 21-25 GB/s of 32-38; kernels/README.md, "x16 layout"). row_bytes stays
   // the file's row size.
+  //
+  // kInterleaveLut (TQ2_0 only; the lookup-table kernels on AVX2 and NEON, built at load time by
+  // InterleaveLut): group g (rows 16g..16g+15, zero rows past `rows`) starts at data + g *
+  // group_bytes (32-byte aligned) and holds its blocks in order, each LutBlockBytes: the 16 rows'
+  // fp16 scales (32 bytes), then 64 lines of 16 bytes where byte i of line j is qs[j] of row 16g+i.
+  // The file's code bytes are kept as they are (code 3 included): a byte's low nibble indexes the
+  // 16-entry table of its two elements n = 0, 1 and its high nibble that of n = 2, 3, so one
+  // 16-byte line is one vpshufb / tbl lookup per nibble for 16 rows (kernels/README.md, "Ternary
+  // lookup-table kernels").
   int interleave = 0;
   size_t group_bytes = 0;
 };
+
+// WeightView::interleave of the lookup-table layout (a value apart from x16's 16: both have
+// 16-row groups but different bytes).
+constexpr int kInterleaveLut = -16;
+// Bytes of one block of one 16-row group in the lookup-table layout, and the offsets of block b's
+// scales and code lines in a group.
+constexpr size_t kLutBlockBytes = 32 + 64 * 16;
+inline size_t LutScalesOffset(int64_t b) { return static_cast<size_t>(b) * kLutBlockBytes; }
+inline size_t LutCodesOffset(int64_t b) { return static_cast<size_t>(b) * kLutBlockBytes + 32; }
 
 // Byte offsets inside an x16 group of block b's 16 fp16 scales and of its code lines, and the
 // group's size, for blocks of `code_bytes` bytes of lines (a multiple of 64). Blocks 2c and 2c + 1

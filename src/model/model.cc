@@ -111,6 +111,9 @@ std::string LayoutName(TypeId file_type, const kernels::WeightView& w, LayoutSou
   if (source == kStreamed) return "streamed from disk" + (w.type != file_type ? ", " + made : std::string());
   std::string s = w.type != file_type ? made : source == kCopied ? "copied" : "mapped";
   if (w.interleave == 16) s = w.type != file_type ? s + ", 16-row interleave" : "16-row interleave";
+  if (w.interleave == kernels::kInterleaveLut) {
+    s = w.type != file_type ? s + ", lookup-table layout" : "lookup-table layout";
+  }
   return s;
 }
 
@@ -138,6 +141,13 @@ Status Model::MakeKernelLayout(const std::string& name, kernels::TernaryVariant 
     PageBuffer interleaved = load_arena_ != nullptr ? load_arena_->Allocate(kernels::X16Bytes(*w)) : PageBuffer();
     TRINE_RETURN_IF_ERROR(kernels::InterleaveX16(*w, &interleaved, w));
     storage = std::move(interleaved);
+    copied = true;
+  }
+  if (kernels::WantsLutLayout(w->type, isa_, variant) && kernels::LutBytes(*w) > 0) {
+    // The lookup-table kernels' layout (AVX2, NEON; TQ1_0 / I2_S repacked to TQ2_0 above).
+    PageBuffer lut = load_arena_ != nullptr ? load_arena_->Allocate(kernels::LutBytes(*w)) : PageBuffer();
+    TRINE_RETURN_IF_ERROR(kernels::InterleaveLut(*w, &lut, w));
+    storage = std::move(lut);
     copied = true;
   }
   if (!copied) return Status::Ok();

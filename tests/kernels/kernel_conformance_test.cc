@@ -86,6 +86,19 @@ TEST_P(KernelConformance, MatchesReference) {
       }
       const WeightView plain = w;
       PageBuffer interleaved;
+      // The lookup kernels' layout, as the loader builds it (they read plain rows too: both run).
+      const bool lut = WantsLutLayout(w.type, isa, c.variant);
+      if (lut) {
+        ASSERT_TRUE(InterleaveLut(plain, &interleaved, &w).ok());
+        ASSERT_EQ(w.interleave, kInterleaveLut);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(w.data) % 32, 0u);
+        ASSERT_EQ(w.group_bytes * static_cast<size_t>((s.rows + 15) / 16), LutBytes(plain));
+        std::vector<uint8_t> scratch(w.row_bytes);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          ASSERT_EQ(std::memcmp(RowData(w, r, scratch.data()), plain.data + static_cast<size_t>(r) * plain.row_bytes,
+                                plain.row_bytes), 0) << "lookup layout row " << r;
+        }
+      }
       if (c.x16) {
         ASSERT_TRUE(InterleaveX16(plain, &interleaved, &w).ok());
         ASSERT_EQ(w.interleave, 16);
@@ -109,21 +122,23 @@ TEST_P(KernelConformance, MatchesReference) {
       std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
       GemmRef(plain, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
       GemmFn fn = SelectGemm(w.type, isa, c.variant, nullptr);
-      if (c.x16) {
+      if (c.x16 || lut) {
         // The reference reads the interleaved layout too (the profiler's f32 path, tests).
         std::vector<float> ref2(want.size(), nan);
         GemmRef(w, xq.data(), act, s.n_tokens, ref2.data(), ldy, 0, s.rows, 0.75f);
         for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_TRUE(std::memcmp(&ref2[i], &want[i], 4) == 0) << "GemmRef on the x16 layout, index " << i;
+          ASSERT_TRUE(std::memcmp(&ref2[i], &want[i], 4) == 0) << "GemmRef on the interleaved layout, index " << i;
         }
       }
       // Row ranges as threads would split them: halves, then thirds (ranges off 16-row
       // boundaries), each pass NaN-poisoned afresh.
-      for (int parts : {2, 3}) {
-        SCOPED_TRACE(::testing::Message() << parts << " row ranges");
+      for (int pass = 0; pass < (lut ? 4 : 2); ++pass) {
+        const int parts = 2 + pass % 2;
+        const WeightView& v = pass < 2 ? w : plain;  // the lookup kernels on plain rows too
+        SCOPED_TRACE(::testing::Message() << parts << " row ranges" << (v.interleave ? "" : ", plain rows"));
         std::fill(got.begin(), got.end(), nan);
         for (int p = 0; p < parts; ++p) {
-          fn(w, xq.data(), act, s.n_tokens, got.data(), ldy, s.rows * p / parts, s.rows * (p + 1) / parts, 0.75f);
+          fn(v, xq.data(), act, s.n_tokens, got.data(), ldy, s.rows * p / parts, s.rows * (p + 1) / parts, 0.75f);
         }
         double err = 0.0, ref = 0.0;
         for (int t = 0; t < s.n_tokens; ++t) {
@@ -238,16 +253,19 @@ TEST(Tq1X16, EveryByteValueMatchesReference) {
 
 // TQ2_0 rows holding every byte value, code 3 included (no quantizer writes it, but a file may, and
 // the reference reads it as 3, weight +2, as llama.cpp does): every int8-dot and lookup kernel of
-// every ISA level, file rows and the x16 layout where that level reads it, gives GemmRef's bits.
-// The int16 bounds of the AVX2 kernels (x16: 8 lines of vpmaddubsw sums) are argued with code 3
-// and |a| = 128. The multiplication-free kernels only know the weights -1, 0, +1 (bit-planes of
-// codes 0 and 2): for them code 3 reads as weight 0, the reference of the rows with 3 -> 1.
+// every ISA level, on file rows and on the x16 / lookup-table layout where that level reads it,
+// gives GemmRef's bits. Token 0 sits at the int8 extremes (-128 and 127 in alternate blocks, against
+// an all-code-3 block): the largest products, where the int16 bounds of the AVX2 kernels (x16: 8
+// lines of vpmaddubsw sums; lookup: 32 table entries) are argued. The multiplication-free kernels
+// only know the weights -1, 0, +1 (bit-planes of codes 0 and 2): for them code 3 reads as weight 0,
+// the reference of the rows with 3 -> 1.
 TEST(Tq2AnyByte, EveryByteValueMatchesReference) {
   std::mt19937 rng(91);
   for (Isa isa : AvailableIsas()) {
     for (TernaryVariant variant : {TernaryVariant::kInt8Dot, TernaryVariant::kMulFree, TernaryVariant::kLut}) {
-      for (bool x16 : {false, true}) {
-        if (x16 && !WantsX16(TypeId::kTQ2_0, isa, variant)) continue;
+      for (int layout : {0, 16, kInterleaveLut}) {
+        if (layout == 16 && !WantsX16(TypeId::kTQ2_0, isa, variant)) continue;
+        if (layout == kInterleaveLut && !WantsLutLayout(TypeId::kTQ2_0, isa, variant)) continue;
         for (const Shape& s : {Shape{37, 512, 0}, Shape{16, 2560, 0}}) {
           const int64_t nb = s.cols / 256;
           std::vector<uint8_t> plain(static_cast<size_t>(s.rows * nb) * sizeof(BlockTQ2_0));
@@ -278,22 +296,25 @@ TEST(Tq2AnyByte, EveryByteValueMatchesReference) {
           const GemmFn fn = SelectGemm(TypeId::kTQ2_0, isa, variant, nullptr);
           WeightView file_rows = w;
           PageBuffer interleaved;
-          if (x16) {
+          if (layout == 16) {
             ASSERT_TRUE(InterleaveX16(file_rows, &interleaved, &w).ok());
+          } else if (layout == kInterleaveLut) {
+            ASSERT_TRUE(InterleaveLut(file_rows, &interleaved, &w).ok());
           }
           if (fn == GetKernelTable(isa).tq2_mulfree) file_rows.data = ternary_only.data();
           for (int n : {1, 2, 3, 4, 5, 9}) {
-            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << TernaryVariantName(variant) << (x16 ? " x16 " : " ")
-                                              << s.rows << "x" << s.cols << " tokens " << n);
+            SCOPED_TRACE(::testing::Message() << IsaName(isa) << " " << TernaryVariantName(variant) << " layout " << layout
+                                              << " " << s.rows << "x" << s.cols << " tokens " << n);
             const size_t act = ActivationBytes(TypeId::kTQ2_0, s.cols);
             std::vector<uint8_t> xq(act * static_cast<size_t>(n));
             for (int t = 0; t < n; ++t) {
-              // Token 0 saturates: every activation at +-127 (the largest products the bounds allow).
-              std::vector<float> x = RandomActivations(s.cols, &rng, false);
-              if (t == 0) {
-                for (float& v : x) v = v < 0 ? -1.0f : 1.0f;
-              }
+              const std::vector<float> x = RandomActivations(s.cols, &rng, t == 1);
               QuantizeActivations(TypeId::kTQ2_0, x.data(), s.cols, xq.data() + act * static_cast<size_t>(t));
+            }
+            BlockQ8_K* a0 = reinterpret_cast<BlockQ8_K*>(xq.data());
+            for (int64_t b = 0; b < nb; ++b) {
+              for (int j = 0; j < 256; ++j) a0[b].qs[j] = static_cast<int8_t>(b % 2 == 0 ? -128 : 127);
+              for (int j = 0; j < 16; ++j) a0[b].bsums[j] = static_cast<int16_t>(16 * a0[b].qs[0]);
             }
             const int64_t ldy = s.rows + 2;
             std::vector<float> want(static_cast<size_t>(ldy * n), Nan()), got = want;

@@ -27,11 +27,15 @@ std::string ExpectedBlockLayout(const Model& m, const GgufTensorInfo& t) {
   const int64_t elems = kernels::X16BlockElems(t.type);
   const bool x16_in_place = kernels::WantsX16(t.type, m.isa(), kernels::TernaryVariant::kDefault) && elems > 0 &&
                             t.ne[0] % elems == 0;
+  // The lookup-table kernels' layout (TRINE_TERNARY=lut on AVX2 / NEON) for TQ2_0 rows.
+  const bool lut = kernels::WantsLutLayout(TypeId::kTQ2_0, m.isa(), kernels::TernaryVariant::kDefault) &&
+                   t.ne[0] % kernels::X16BlockElems(TypeId::kTQ2_0) == 0;
   if (t.type == TypeId::kTQ1_0 && !x16_in_place) {
     const bool tq2_x16 = kernels::WantsX16(TypeId::kTQ2_0, m.isa(), kernels::TernaryVariant::kDefault) &&
                          t.ne[0] % kernels::X16BlockElems(TypeId::kTQ2_0) == 0;
-    return std::string("repacked from tq1_0") + (tq2_x16 ? ", 16-row interleave" : "");
+    return std::string("repacked from tq1_0") + (tq2_x16 ? ", 16-row interleave" : lut ? ", lookup-table layout" : "");
   }
+  if (t.type == TypeId::kTQ2_0 && lut) return "lookup-table layout";
   return x16_in_place ? "16-row interleave" : "mapped";
 }
 
@@ -64,6 +68,34 @@ TEST(KernelLayout, StreamedLayerSaysSoAndComesBack) {
   };
   const std::vector<std::string> resident = layouts();
   ASSERT_FALSE(resident.empty());
+  ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kStreamed, false).ok());
+  for (const std::string& l : layouts()) EXPECT_EQ(l, "streamed from disk, repacked from tq1_0");
+  ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kResident, false).ok());
+  EXPECT_EQ(layouts(), resident);
+}
+
+// The lookup variant's layout where the ISA level has the lookup kernels (AVX2, NEON; run by
+// the ctest parity_lut_avx2 with TRINE_ISA=avx2): repacked TQ1_0 in the lookup-table layout; a
+// streamed layer gets plain rows and its layout back when resident again.
+TEST(KernelLayout, LookupVariantNamesItsLayout) {
+  ModelLoadOptions o;
+  o.ternary_variant = kernels::TernaryVariant::kLut;
+  std::unique_ptr<Model> model;
+  const Status st = Model::Load(testing::ModelPath("tiny-tern-tq1_0-e8.gguf"), o, &model);
+  ASSERT_TRUE(st.ok()) << st.message();
+  if (!kernels::WantsLutLayout(TypeId::kTQ2_0, model->isa(), kernels::TernaryVariant::kLut)) {
+    GTEST_SKIP() << kernels::IsaName(model->isa()) << " has no lookup-table kernel (AVX2 and NEON do)";
+  }
+  auto layouts = [&]() {
+    std::vector<std::string> v;
+    for (const KernelBinding& b : model->bindings()) {
+      if (b.tensor.rfind("blk.0.", 0) == 0) v.push_back(b.layout);
+    }
+    return v;
+  };
+  const std::vector<std::string> resident = layouts();
+  ASSERT_FALSE(resident.empty());
+  for (const std::string& l : resident) EXPECT_EQ(l, "repacked from tq1_0, lookup-table layout");
   ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kStreamed, false).ok());
   for (const std::string& l : layouts()) EXPECT_EQ(l, "streamed from disk, repacked from tq1_0");
   ASSERT_TRUE(model->SetLayerPlacement(0, Placement::kResident, false).ok());

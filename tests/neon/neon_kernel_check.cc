@@ -6,7 +6,8 @@
 //   - every kernel of the active ISA's table (TRINE_ISA is honoured) against GemmRef;
 //   - outputs NaN-poisoned first, leading dimension wider than rows: every (row, token) in
 //     [r0, r1) written, nothing else touched; row ranges split as threads would (empty ones too);
-//   - integer paths (TQ2_0 / TQ1_0 / I2_S x Q8_K, both variants; Q8_0 and Q4_0 x Q8_0) equal to
+//   - integer paths (TQ2_0 / TQ1_0 / I2_S x Q8_K: int8 dot, mul-free and lookup (on its layout,
+//     RowData round trip checked); Q8_0 and Q4_0 x Q8_0) equal to
 //     the reference bit for bit; F16 within an NMSE limit and a max-error bound;
 //   - the activation quantizers (KernelTable::quantize_*) byte-identical to the scalar references
 //     on tests/kernels/quantize_act_cases.h's inputs (edge values, block sub-ranges);
@@ -51,7 +52,9 @@ struct Shape {
   int n_tokens;
 };
 
-enum class Weights { kRandom, kSaturate };  // kSaturate: all +1 / all -1 rows, constant activations
+// kSaturate: all +1 / all -1 rows, constant activations; kRawBytes: TQ2_0 code bytes set at
+// random after quantizing, so code 3 (no quantizer writes it, a file may hold it) appears too.
+enum class Weights { kRandom, kSaturate, kRawBytes };
 enum class Acts { kNormal, kEdge, kConstant };
 
 struct Case {
@@ -105,7 +108,8 @@ struct Result {
 void CheckShape(Isa isa, const Case& c, const Shape& s, Weights wkind, Acts akind, std::mt19937* rng, Result* res) {
   char where[192];
   std::snprintf(where, sizeof(where), "%s %s: %" PRId64 "x%" PRId64 " tokens %d%s%s", IsaName(isa), c.label, s.rows,
-                s.cols, s.n_tokens, wkind == Weights::kSaturate ? " saturate" : "",
+                s.cols, s.n_tokens,
+                wkind == Weights::kSaturate ? " saturate" : wkind == Weights::kRawBytes ? " raw-bytes" : "",
                 akind == Acts::kEdge ? " edge" : akind == Acts::kConstant ? " const-act" : "");
   const int64_t n = s.rows * s.cols;
   const std::vector<float> wf = MakeWeights(c.file_type, s, wkind, rng);
@@ -118,6 +122,11 @@ void CheckShape(Isa isa, const Case& c, const Shape& s, Weights wkind, Acts akin
   const Status qs = QuantizeTensor(c.file_type, wf.data(), n, s.cols, wq.data());
   CHECK_MSG(qs.ok(), "%s: QuantizeTensor: %s", where, qs.message().c_str());
   if (!qs.ok()) return;
+  if (wkind == Weights::kRawBytes && c.file_type == TypeId::kTQ2_0) {
+    for (size_t i = 0; i < wq.size(); i += 66) {
+      for (size_t j = 0; j < 64; ++j) wq[i + j] = static_cast<uint8_t>((*rng)());
+    }
+  }
   WeightView w;
   w.type = c.file_type;
   w.rows = s.rows;
@@ -134,6 +143,22 @@ void CheckShape(Isa isa, const Case& c, const Shape& s, Weights wkind, Acts akin
     CHECK_MSG(rs.ok(), "%s: RepackToTq2: %s", where, rs.message().c_str());
     if (!rs.ok()) return;
   }
+  // The lookup kernels read their own layout (built as the loader does); GemmRef reads plain rows.
+  const WeightView plain = w;
+  PageBuffer lut;
+  if (WantsLutLayout(w.type, isa, c.variant)) {
+    const Status ls = InterleaveLut(plain, &lut, &w);
+    CHECK_MSG(ls.ok() && w.interleave == kInterleaveLut, "%s: InterleaveLut: %s", where, ls.message().c_str());
+    if (!ls.ok()) return;
+    std::vector<uint8_t> scratch(w.row_bytes);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      if (std::memcmp(RowData(w, r, scratch.data()), plain.data + static_cast<size_t>(r) * plain.row_bytes,
+                      plain.row_bytes) != 0) {
+        CHECK_MSG(false, "%s: RowData of the lookup-table layout differs at row %" PRId64, where, r);
+        return;
+      }
+    }
+  }
 
   const size_t act = ActivationBytes(w.type, s.cols);
   std::vector<uint8_t> xq(act * static_cast<size_t>(s.n_tokens));
@@ -145,7 +170,7 @@ void CheckShape(Isa isa, const Case& c, const Shape& s, Weights wkind, Acts akin
   const int64_t ldy = s.rows + 3;  // padding rows must stay NaN
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> want(static_cast<size_t>(ldy * s.n_tokens), nan), got = want;
-  GemmRef(w, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
+  GemmRef(plain, xq.data(), act, s.n_tokens, want.data(), ldy, 0, s.rows, 0.75f);
 
   std::string name;
   GemmFn fn = SelectGemm(w.type, isa, c.variant, &name);
@@ -224,6 +249,9 @@ void RunConformance(Isa isa) {
       {TypeId::kTQ1_0, TernaryVariant::kMulFree, "tq1_0 mulfree"},
       {TypeId::kI2_S, TernaryVariant::kInt8Dot, "i2_s int8dot"},
       {TypeId::kI2_S, TernaryVariant::kMulFree, "i2_s mulfree"},
+      {TypeId::kTQ2_0, TernaryVariant::kLut, "tq2_0 lut"},
+      {TypeId::kTQ1_0, TernaryVariant::kLut, "tq1_0 lut"},
+      {TypeId::kI2_S, TernaryVariant::kLut, "i2_s lut"},
       {TypeId::kQ8_0, TernaryVariant::kDefault, "q8_0"},
       {TypeId::kQ4_0, TernaryVariant::kDefault, "q4_0"},
       {TypeId::kF16, TernaryVariant::kDefault, "f16"},
@@ -240,6 +268,13 @@ void RunConformance(Isa isa) {
     // Worst-case accumulator ranges: rows of all +1 / all -1 against all -128 / +127 activations.
     for (const Shape& s : {Shape{4, 6912, 2}, Shape{3, 256, 3}}) {
       CheckShape(isa, c, s, Weights::kSaturate, Acts::kConstant, &rng, &res);
+    }
+    // (Not the mul-free kernel: its masks read code 3 as 1, weight 0.)
+    if (c.file_type == TypeId::kTQ2_0 && c.variant != TernaryVariant::kMulFree) {
+      for (const Shape& s : {Shape{37, 2560, 5}, Shape{3, 256, 3}, Shape{16, 6912, 1}}) {
+        CheckShape(isa, c, s, Weights::kRawBytes, Acts::kConstant, &rng, &res);
+        CheckShape(isa, c, s, Weights::kRawBytes, Acts::kNormal, &rng, &res);
+      }
     }
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string name;

@@ -217,6 +217,10 @@ void GemmF16(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_to
 
 }  // namespace
 
+// Ternary table lookup on the lookup-table layout (gemm_lut_neon.cc).
+void GemmTq2LutNeon(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
+
 // Activation quantizers (quantize_act_neon.cc).
 void QuantizeQ8KNeon(const float* src, void* dst, int64_t n);
 void QuantizeQ8_0Neon(const float* src, void* dst, int64_t n);
@@ -228,6 +232,7 @@ const KernelTable& NeonTable() {
     k.isa = Isa::kNeon;
     k.tq2_int8dot = GemmTq2Q8kSdot;
     k.tq2_mulfree = GemmTq2Q8kMulFree;
+    k.tq2_lut = GemmTq2LutNeon;
     k.f16 = GemmF16;
     k.q8_0 = GemmQx0Q8_0Sdot<false>;
     k.q4_0 = GemmQx0Q8_0Sdot<true>;

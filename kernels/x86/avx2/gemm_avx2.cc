@@ -165,6 +165,10 @@ void GemmQ6_KAvx2(const WeightView&, const uint8_t*, size_t, int, float*, int64_
 void GemmF32ActAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                     int64_t r0, int64_t r1, float scale);
 
+// Ternary table lookup on the lookup-table layout (gemm_lut_avx2.cc).
+void GemmTq2LutAvx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
+                    int64_t r0, int64_t r1, float scale);
+
 // Activation quantizers (quantize_act_avx2.cc).
 void QuantizeQ8KAvx2(const float* src, void* dst, int64_t n);
 void QuantizeQ8_0Avx2(const float* src, void* dst, int64_t n);
@@ -173,7 +177,8 @@ void QuantizeF16Avx2(const float* src, void* dst, int64_t n);
 const KernelTable& Avx2Table() {
   static const KernelTable t{Isa::kAvx2, GemmTq2Q8kAvx2, nullptr, GemmF16,
                              GemmQ8_0Avx2, GemmQ4_0Avx2, GemmQ4_KAvx2, GemmQ6_KAvx2, GemmF32,
-                             GemmF32ActAvx2, QuantizeQ8KAvx2, QuantizeQ8_0Avx2, QuantizeF16Avx2};
+                             GemmF32ActAvx2, QuantizeQ8KAvx2, QuantizeQ8_0Avx2, QuantizeF16Avx2,
+                             nullptr, nullptr, GemmTq2LutAvx2};
   return t;
 }
 
