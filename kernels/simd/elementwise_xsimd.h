@@ -42,34 +42,51 @@ inline xsimd::batch<float, A> Fma(const xsimd::batch<float, A>& a, const xsimd::
 #endif
 }
 
+// -x as the scalar code's negation: the sign bit flipped. xsimd 8.1's unary minus on x86 is 0 - x,
+// which gives +0 for x = +0 where the scalar -x is -0 (RoPE's -(b * sn) then rounds a zero sum
+// to the other sign).
+template <class A>
+inline xsimd::batch<float, A> Neg(const xsimd::batch<float, A>& x) {
+  return x ^ xsimd::batch<float, A>(-0.0f);
+}
+
+// ldexp(j, n) for j in [0.7, 1.5) and integral n in [-192, 192], correctly rounded as std::ldexp
+// (subnormal results included); other lanes give unspecified values. AVX-512 has it as one
+// instruction (vscalefps), which xsimd 8.1 does not expose. Elsewhere two exact-power
+// multiplications: n = n1 + n2 with n1 = n >> 1, both in [-96, 96], so 2^n1 and 2^n2 are normal
+// floats and j * 2^n1 is exact; the second product rounds once.
+template <class A>
+inline xsimd::batch<float, A> Ldexp(const xsimd::batch<float, A>& j, const xsimd::batch<float, A>& n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) return _mm512_scalef_ps(j, n);
+#endif
+  using B = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  const I bias(127);
+  const I ni = xsimd::to_int(n);
+  const I n1 = ni >> 1;
+  return (j * xsimd::bitwise_cast<B>((n1 + bias) << 23)) * xsimd::bitwise_cast<B>((ni - n1 + bias) << 23);
+}
+
 // SwiGLU's vector part for n a multiple of 16 (ops::SwiGluRange): out = g / (1 + ExpfPoly(-g)) * u
-// with ExpfPoly's operation sequence (src/runtime/ops.cc). Its ldexp(j, n) is two exact-power
-// multiplications: n = n1 + n2 with n1 = n >> 1, both in [-96, 96] where |n| <= 192, so 2^n1 and
-// 2^n2 are normal floats and j * 2^n1 (j in [0.7, 1.5)) is exact; the second product rounds once,
-// to the correctly rounded j * 2^n that ldexp returns (subnormal results included). Lanes with
-// |n| > 192 take ExpfPoly's 0 / +inf; a NaN lane carries j's NaN through.
+// with ExpfPoly's operation sequence (kernels/ref/elementwise_ref.cc). Lanes with |n| > 192 take
+// ExpfPoly's 0 / +inf; a NaN lane carries j's NaN through.
 template <class A>
 void SwiGluVec(const float* gate, const float* up, float* out, int64_t n) {
   using B = xsimd::batch<float, A>;
-  using I = xsimd::batch<int32_t, A>;
   const B shift(0x1.8p23f), log2e(0x1.715476p+0f), ln2_hi(0x1.62e4p-1f), ln2_lo(0x1.7f7d1cp-20f);
   const B c5(0x1.0e4020p-7f), c4(0x1.573e2ep-5f), c3(0x1.555e66p-3f), c2(0x1.fffdb6p-2f), c1(0x1.ffffecp-1f);
   const B one(1.0f), zero(0.0f), inf(INFINITY), limit(192.0f);
-  const I bias(127);
   constexpr int64_t kW = static_cast<int64_t>(B::size);
   for (int64_t i = 0; i + kW <= n; i += kW) {
     const B g = B::load_unaligned(gate + i);
-    const B x = -g;
+    const B x = Neg(g);
     const B nn = Fma(x, log2e, shift) - shift;
-    const B neg_n = -nn;
+    const B neg_n = Neg(nn);
     const B b = Fma(neg_n, ln2_lo, Fma(neg_n, ln2_hi, x));
     const B u = b * b;
     const B j = Fma(Fma(Fma(c5, b, c4), u, Fma(c3, b, c2)), u, Fma(c1, b, one));
-    const I ni = xsimd::to_int(nn);
-    const I n1 = ni >> 1;
-    const B p1 = xsimd::bitwise_cast<B>((n1 + bias) << 23);
-    const B p2 = xsimd::bitwise_cast<B>((ni - n1 + bias) << 23);
-    B e = (j * p1) * p2;
+    B e = Ldexp(j, nn);
     e = xsimd::select(xsimd::abs(nn) > limit, xsimd::select(nn <= zero, zero, inf), e);
     const B o = g / (one + e) * B::load_unaligned(up + i);
     o.store_unaligned(out + i);
@@ -156,7 +173,7 @@ void RopeNeox(float* x, int n_heads, int head_dim, int half, const float* cs, co
     for (; i + kW <= half; i += kW) {
       const B a = B::load_unaligned(v + i), b = B::load_unaligned(v + i + half);
       const B c = B::load_unaligned(cs + i), s = B::load_unaligned(sn + i);
-      Fma(a, c, -(b * s)).store_unaligned(v + i);
+      Fma(a, c, Neg(b * s)).store_unaligned(v + i);
       Fma(a, s, b * c).store_unaligned(v + i + half);
     }
     for (; i < half; ++i) {

@@ -124,13 +124,22 @@ inline std::vector<std::string> CheckElementwise(const ElementwiseKernels& k, in
   for (const RopeShape& s : shapes) {
     for (int edges = 0; edges < 2; ++edges) {
       const int64_t n = static_cast<int64_t>(s.n_heads) * s.head_dim;
-      const std::vector<float> x0 = ElementwiseInput(n, 2.0f, edges != 0, &rng);
+      std::vector<float> x0 = ElementwiseInput(n, 2.0f, edges != 0, &rng);
       std::vector<float> cs(static_cast<size_t>(s.half)), sn(static_cast<size_t>(s.half));
       std::vector<float> m1(2 * cs.size()), m2(2 * cs.size());
       std::uniform_real_distribution<float> ang(-100.0f, 100.0f);
       for (size_t i = 0; i < cs.size(); ++i) {
         const float t = ang(rng);
         cs[i] = std::cos(t), sn[i] = std::sin(t);
+      }
+      if (edges != 0) {
+        // Signed zeros in the factors and the values: -(b * sn) must be a negation (a -0 where
+        // b * sn is +0), not 0 - b * sn.
+        for (size_t i = 0; i < cs.size(); i += 3) cs[i] = i % 2 == 0 ? 0.0f : -0.0f;
+        for (size_t i = 1; i < sn.size(); i += 3) sn[i] = i % 2 == 0 ? -0.0f : 0.0f;
+        for (size_t i = 0; i < x0.size(); i += 5) x0[i] = i % 2 == 0 ? -0.0f : 0.0f;
+      }
+      for (size_t i = 0; i < cs.size(); ++i) {
         m1[2 * i] = cs[i], m1[2 * i + 1] = sn[i];
         m2[2 * i] = sn[i], m2[2 * i + 1] = cs[i];
       }
