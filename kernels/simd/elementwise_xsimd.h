@@ -3,10 +3,12 @@
 // kernels/x86/avx2/elementwise_avx2.cc (xsimd::fma3<xsimd::avx2>), kernels/x86/avx512/
 // elementwise_avx512.cc (xsimd::avx512f), kernels/arm/neon/elementwise_neon.cc (xsimd::neon64).
 //
-// Every kernel equals its scalar form in src/runtime/ops.cc bit for bit: each lane goes through the
-// scalar code's operations in its order (xsimd's +, -, *, / and conversions are the IEEE
-// instructions), fused multiply-adds exactly where the scalar code calls std::fma (Fma below), and
-// no approximate instruction (reciprocal, rsqrt, xsimd's exp) anywhere. tests/kernels/
+// Every kernel equals its scalar form (kernels/ref/elementwise_ref.cc) bit for bit: each lane goes
+// through the scalar code's operations in its order, fused multiply-adds exactly where the scalar
+// code calls std::fma, and no approximate instruction (reciprocal, rsqrt, xsimd's exp) anywhere.
+// Three of xsimd 8.1's operations do not round as the scalar code on some ISA, so these kernels
+// call small wrappers instead (Fma, Div, Neg below, each with the ISA it fixes); the tests catch
+// each of the three if they are undone. tests/kernels/
 // elementwise_test.cc compares the bits on every ISA the machine has; tests/neon under qemu.
 #pragma once
 
@@ -19,6 +21,9 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #include "kernels.h"
@@ -39,6 +44,22 @@ inline xsimd::batch<float, A> Fma(const xsimd::batch<float, A>& a, const xsimd::
   }
 #else
   return xsimd::fma(a, b, c);
+#endif
+}
+
+// a / b correctly rounded. xsimd 8.1's float division on neon64 is its 32-bit NEON one: a
+// reciprocal estimate and two Newton steps, within an ulp or so but not the IEEE quotient (it
+// moved SwiGLU's outputs by an ulp under qemu); AArch64 has the instruction (fdiv).
+template <class A>
+inline xsimd::batch<float, A> Div(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
+#if defined(__aarch64__)
+  if constexpr (std::is_base_of_v<xsimd::neon64, A>) {
+    return vdivq_f32(a, b);
+  } else {
+    return a / b;
+  }
+#else
+  return a / b;
 #endif
 }
 
@@ -88,7 +109,7 @@ void SwiGluVec(const float* gate, const float* up, float* out, int64_t n) {
     const B j = Fma(Fma(Fma(c5, b, c4), u, Fma(c3, b, c2)), u, Fma(c1, b, one));
     B e = Ldexp(j, nn);
     e = xsimd::select(xsimd::abs(nn) > limit, xsimd::select(nn <= zero, zero, inf), e);
-    const B o = g / (one + e) * B::load_unaligned(up + i);
+    const B o = Div(g, one + e) * B::load_unaligned(up + i);
     o.store_unaligned(out + i);
   }
 }
