@@ -1,12 +1,12 @@
 // The element-wise kernels A/B: the xsimd kernels (kernels/simd/elementwise_xsimd.h, one source
 // per ISA) beside what they replace: the scalar forms (kernels/ref/elementwise_ref.cc, built with
 // the project's baseline flags and vectorized by the compiler where it can; RoPE's with a
-// target_clones FMA clone) and, for SwiGLU on AVX-512, the hand-written intrinsics kernel.
+// target_clones FMA clone); and the operators that call them (op/..., on TRINE_ISA's kernels).
 // Single-threaded, one call per iteration on one row (RoPE: one token's Q heads), ns per call.
 //
 // Run: ./build/bench/elementwise_bench --benchmark_repetitions=5
 //        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
-// Name: <op>/<impl>/<isa>/<size>, impl = xsimd | scalar | intrinsics.
+// Name: <op>/<impl>/<isa>/<size>, impl = xsimd | scalar; op/<op>/<active isa>/<size>.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -17,12 +17,8 @@
 
 #include "kernels.h"
 #include "ref/elementwise_ref.h"
+#include "runtime/ops.h"
 
-namespace trine::kernels {
-#if defined(__x86_64__)
-void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n);  // attention_avx512.cc
-#endif
-}  // namespace trine::kernels
 
 namespace {
 
@@ -105,6 +101,58 @@ void RegisterRowOps(const std::string& isa, const char* impl, const ElementwiseK
   }
 }
 
+// The operators as the forward pass calls them (src/runtime/ops.cc, one thread), on the kernels
+// of the active ISA: run under TRINE_ISA=ref, avx2 and avx512 to compare whole steps (RoPE's
+// includes its cos/sin cache and, for the vector normal mode, the interleaved factors).
+void RegisterOps() {
+  const std::string isa = trine::kernels::IsaName(trine::kernels::ActiveIsa());
+  for (int n : {2048, 2560, 6912}) {
+    Add("op/rmsnorm/" + isa + "/" + std::to_string(n), [n](benchmark::State& st) {
+      const auto x = Random(static_cast<size_t>(n), 3.0f, 3), w = Random(static_cast<size_t>(n), 1.0f, 4);
+      std::vector<float> o(static_cast<size_t>(n));
+      for (auto _ : st) {
+        trine::ops::RmsNorm(x.data(), w.data(), o.data(), 1, n, 1e-5f);
+        benchmark::DoNotOptimize(o.data());
+      }
+    });
+    Add("op/swiglu/" + isa + "/" + std::to_string(n), [n](benchmark::State& st) {
+      const auto g = Random(static_cast<size_t>(n), 3.0f, 1), u = Random(static_cast<size_t>(n), 1.0f, 2);
+      std::vector<float> o(static_cast<size_t>(n));
+      for (auto _ : st) {
+        trine::ops::SwiGlu(g.data(), u.data(), o.data(), 1, n);
+        benchmark::DoNotOptimize(o.data());
+      }
+    });
+    Add("op/relu2/" + isa + "/" + std::to_string(n), [n](benchmark::State& st) {
+      const auto g = Random(static_cast<size_t>(n), 3.0f, 5), u = Random(static_cast<size_t>(n), 1.0f, 6);
+      std::vector<float> o(static_cast<size_t>(n));
+      for (auto _ : st) {
+        trine::ops::ReluSqrGlu(g.data(), u.data(), o.data(), n);
+        benchmark::DoNotOptimize(o.data());
+      }
+    });
+  }
+  struct Q {
+    const char* name;
+    int heads, dim;
+  };
+  for (const Q q : {Q{"llama1b.q", 32, 64}, Q{"bitnet2b.q", 20, 128}}) {
+    for (bool neox : {false, true}) {
+      Add(std::string("op/rope_") + (neox ? "neox/" : "normal/") + isa + "/" + q.name, [q, neox](benchmark::State& st) {
+        auto x = Random(static_cast<size_t>(q.heads * q.dim), 1.0f, 7);
+        trine::ops::RopeParams p;
+        p.n_rot = q.dim;
+        p.neox = neox;
+        int pos = 0;
+        for (auto _ : st) {
+          trine::ops::Rope(x.data(), q.heads, q.dim, 1 + (pos++ & 1023), p);
+          benchmark::DoNotOptimize(x.data());
+        }
+      });
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,20 +167,7 @@ int main(int argc, char** argv) {
     const ElementwiseKernels& k = trine::kernels::SelectElementwise(isa);
     if (k.rms_scale != nullptr) RegisterRowOps(trine::kernels::IsaName(isa), "xsimd", k);
   }
-#if defined(__x86_64__)
-  if (trine::kernels::IsaSupported(Isa::kAvx512)) {
-    for (int64_t n : {2048, 2560, 6912}) {
-      Add("swiglu/intrinsics/avx512/" + std::to_string(n), [n](benchmark::State& st) {
-        const auto g = Random(static_cast<size_t>(n), 3.0f, 1), u = Random(static_cast<size_t>(n), 1.0f, 2);
-        std::vector<float> o(static_cast<size_t>(n));
-        for (auto _ : st) {
-          trine::kernels::SwiGluVecAvx512(g.data(), u.data(), o.data(), n);
-          benchmark::DoNotOptimize(o.data());
-        }
-      });
-    }
-  }
-#endif
+  RegisterOps();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

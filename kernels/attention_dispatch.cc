@@ -17,10 +17,6 @@ void AttnGroupAvx512(const float* q, int n_q, const KvHead& k, const KvHead& v, 
 int AttnGroupWidthAvx512(KvRowType k, KvRowType v, int head_dim);
 #endif
 
-#if defined(TRINE_HAVE_AVX512)
-void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n);
-#endif
-
 #if defined(TRINE_HAVE_XSIMD_AVX2)
 extern const ElementwiseKernels kElementwiseAvx2;
 #endif
@@ -44,13 +40,6 @@ const ElementwiseKernels& SelectElementwise(Isa isa) {
 #endif
   (void)isa;
   return kNone;
-}
-
-SwiGluVecFn SelectSwiGluVec(Isa isa) {
-#if defined(TRINE_HAVE_AVX512)
-  if (isa == Isa::kAvx512) return SwiGluVecAvx512;
-#endif
-  return SelectElementwise(isa).swiglu;
 }
 
 AttnF16Fn SelectAttnF16(Isa isa) {

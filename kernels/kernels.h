@@ -113,9 +113,8 @@ AttnGroupFn SelectAttnGroup(Isa isa);
 int AttnGroupWidth(Isa isa, KvRowType k, KvRowType v, int head_dim);
 
 // SwiGLU over n values (a multiple of 16) with ops::SwiGlu's exact numerics (its ExpfPoly part):
-// out = gate / (1 + e^-gate) * up. Null where the ISA has none (ops::SwiGlu's scalar loop runs).
+// out = gate / (1 + e^-gate) * up (SwiGluVecRef).
 using SwiGluVecFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
-SwiGluVecFn SelectSwiGluVec(Isa isa);
 
 // The element-wise steps of the forward pass in vectors, each bit-identical to its scalar form in
 // src/runtime/ops.cc (which runs where a member is null: TRINE_ISA=ref, a build without xsimd).

@@ -237,7 +237,7 @@ void SwiGluTeam(const float* gate, const float* up, float* out, int64_t n_tokens
   // doing the same keeps the int8-quantized activations that follow identical. Items are
   // 16-aligned slices of rows (the numerics of an element do not depend on its slice).
   const int64_t vec = dim / 16 * 16;
-  static const kernels::SwiGluVecFn vec_fn = kernels::SelectSwiGluVec(kernels::ActiveIsa());
+  const kernels::SwiGluVecFn vec_fn = Vec().swiglu;
   const int64_t unit = TeamUnit(dim, 16), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
   for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
     const int64_t t = i / per_row, i0 = i % per_row * unit, i1 = std::min(dim, i0 + unit);

@@ -17,7 +17,7 @@ namespace {
 
 TEST(SwiGluVec, BitIdenticalToScalarExpfPolyLoop) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
-    const SwiGluVecFn fn = IsaSupported(isa) ? SelectSwiGluVec(isa) : nullptr;
+    const SwiGluVecFn fn = IsaSupported(isa) ? SelectElementwise(isa).swiglu : nullptr;
     if (fn == nullptr) continue;
     SCOPED_TRACE(IsaName(isa));
     std::mt19937 rng(7);
@@ -80,7 +80,6 @@ TEST(Elementwise, RefSelectsNoVectorKernel) {
   EXPECT_EQ(k.swiglu, nullptr);
   EXPECT_EQ(k.rms_scale, nullptr);
   EXPECT_EQ(k.rope_pairs, nullptr);
-  EXPECT_EQ(SelectSwiGluVec(Isa::kRef), nullptr);
 }
 
 }  // namespace
