@@ -7,9 +7,9 @@
 // through the scalar code's operations in its order, fused multiply-adds exactly where the scalar
 // code calls std::fma, and no approximate instruction (reciprocal, rsqrt, xsimd's exp) anywhere.
 // Three of xsimd 8.1's operations do not round as the scalar code on some ISA, so these kernels
-// call small wrappers instead (Fma, Div, Neg below, each with the ISA it fixes); the tests catch
-// each of the three if they are undone. tests/kernels/
-// elementwise_test.cc compares the bits on every ISA the machine has; tests/neon under qemu.
+// call small wrappers instead (Fma, Div, Neg below, each with the ISA it fixes).
+// tests/kernels/elementwise_test.cc compares the bits on every ISA the machine has (it fails if any
+// of the three wrappers is undone), tests/neon the NEON instance under qemu.
 #pragma once
 
 #include <xsimd/xsimd.hpp>
