@@ -17,16 +17,29 @@ void AttnGroupAvx512(const float* q, int n_q, const KvHead& k, const KvHead& v, 
 int AttnGroupWidthAvx512(KvRowType k, KvRowType v, int head_dim);
 #endif
 
-#if defined(TRINE_HAVE_AVX512)
-void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n);
+#if defined(TRINE_HAVE_XSIMD_AVX2)
+extern const ElementwiseKernels kElementwiseAvx2;
+#endif
+#if defined(TRINE_HAVE_XSIMD_AVX512)
+extern const ElementwiseKernels kElementwiseAvx512;
+#endif
+#if defined(TRINE_HAVE_XSIMD_NEON)
+extern const ElementwiseKernels kElementwiseNeon;
 #endif
 
-SwiGluVecFn SelectSwiGluVec(Isa isa) {
-#if defined(TRINE_HAVE_AVX512)
-  if (isa == Isa::kAvx512) return SwiGluVecAvx512;
+const ElementwiseKernels& SelectElementwise(Isa isa) {
+  static const ElementwiseKernels kNone;
+#if defined(TRINE_HAVE_XSIMD_AVX512)
+  if (isa == Isa::kAvx512) return kElementwiseAvx512;
+#endif
+#if defined(TRINE_HAVE_XSIMD_AVX2)
+  if (isa == Isa::kAvx2) return kElementwiseAvx2;
+#endif
+#if defined(TRINE_HAVE_XSIMD_NEON)
+  if (isa == Isa::kNeon) return kElementwiseNeon;
 #endif
   (void)isa;
-  return nullptr;
+  return kNone;
 }
 
 AttnF16Fn SelectAttnF16(Isa isa) {

@@ -113,8 +113,25 @@ AttnGroupFn SelectAttnGroup(Isa isa);
 int AttnGroupWidth(Isa isa, KvRowType k, KvRowType v, int head_dim);
 
 // SwiGLU over n values (a multiple of 16) with ops::SwiGlu's exact numerics (its ExpfPoly part):
-// out = gate / (1 + e^-gate) * up. Null where the ISA has none (ops::SwiGlu's scalar loop runs).
+// out = gate / (1 + e^-gate) * up (SwiGluVecRef).
 using SwiGluVecFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
-SwiGluVecFn SelectSwiGluVec(Isa isa);
+
+// The element-wise steps of the forward pass in vectors, each bit-identical to its scalar form in
+// src/runtime/ops.cc (which runs where a member is null: TRINE_ISA=ref, a build without xsimd).
+// One source, kernels/simd/elementwise_xsimd.h, compiled per ISA (kernels/README.md, "xsimd for
+// element-wise operations").
+struct ElementwiseKernels {
+  SwiGluVecFn swiglu = nullptr;
+  // RMSNorm: 1 / sqrt(mean(x^2) + eps) of a row, and out[k] = x[k] * scale * w[k].
+  float (*rms_scale)(const float* x, int64_t dim, float eps) = nullptr;
+  void (*scale_mul)(const float* x, float scale, const float* w, float* out, int64_t n) = nullptr;
+  // out = relu(gate)^2 * up.
+  void (*relu_sqr_glu)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
+  // RoPE rotations of n_heads heads: neox pairs (i, i + half) by cs/sn; normal-mode adjacent
+  // pairs by m1 = (cs[i], sn[i]) and m2 = (sn[i], cs[i]) interleaved (2 * half values each).
+  void (*rope_neox)(float* x, int n_heads, int head_dim, int half, const float* cs, const float* sn) = nullptr;
+  void (*rope_pairs)(float* x, int n_heads, int head_dim, int half, const float* m1, const float* m2) = nullptr;
+};
+const ElementwiseKernels& SelectElementwise(Isa isa);
 
 }  // namespace trine::kernels

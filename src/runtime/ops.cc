@@ -1,6 +1,7 @@
 // Reference operators; numerics follow llama.cpp's CPU backend where it matters for parity
 // (RMSNorm's fp32 squares summed in double, theta by repeated multiplication and fused rotations
-// in RoPE).
+// in RoPE). The element-wise loops run the active ISA's vector kernels (kernels/simd/) or their
+// scalar forms (kernels/ref/elementwise_ref.cc), the same bits either way.
 #include "runtime/ops.h"
 
 #include <omp.h>
@@ -10,6 +11,7 @@
 
 #include "core/team.h"
 #include "kernels.h"
+#include "ref/elementwise_ref.h"
 
 namespace trine::ops {
 
@@ -21,23 +23,23 @@ constexpr int kMaxSharedMats = 8;
 
 namespace {
 
-// 1 / sqrt(mean(x^2) + eps) of one row. Each square is rounded to fp32 before it is summed in
-// double, as llama.cpp's rms_norm does ((ggml_float)(x * x)); squaring in double instead moved the
-// fp32 mean by an ulp in some rows, a seed of the drift of issue 34. Element i goes to partial sum
-// i % 8: independent chains the compiler vectorizes, where one running sum is a dim-long chain of
-// dependent double adds; that differs from llama.cpp's sequential double sum by a few ulp of the
-// double, far below what moves the fp32 mean. The order is fixed, so every thread computing it
-// gets the same bits.
+// The vector kernels of the active ISA (kernels/simd/), chosen once; a null member runs the scalar
+// form (kernels/ref/elementwise_ref.h), which it equals bit for bit.
+const kernels::ElementwiseKernels& Vec() {
+  static const kernels::ElementwiseKernels& k = kernels::SelectElementwise(kernels::ActiveIsa());
+  return k;
+}
+
+// 1 / sqrt(mean(x^2) + eps) of one row: fp32 squares summed in double as llama.cpp's rms_norm
+// (kernels::RmsScaleRef says how).
 float RmsScale(const float* xt, int dim, float eps) {
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += static_cast<double>(xt[i + j] * xt[i + j]);
-  }
-  for (int j = 0; i < dim; ++i, ++j) s[j] += static_cast<double>(xt[i] * xt[i]);
-  const double sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  const float mean = static_cast<float>(sum / dim);
-  return 1.0f / std::sqrt(mean + eps);
+  const auto fn = Vec().rms_scale;
+  return fn ? fn(xt, dim, eps) : kernels::RmsScaleRef(xt, dim, eps);
+}
+
+void ScaleMul(const float* x, float scale, const float* w, float* out, int64_t n) {
+  const auto fn = Vec().scale_mul;
+  (fn ? fn : kernels::ScaleMulRef)(x, scale, w, out, n);
 }
 
 // SwiGLU of elements [i0, i1) of one row whose first `vec` elements take the vector numerics.
@@ -54,31 +56,6 @@ void SwiGluRange(const float* g, const float* u, float* o, int64_t i0, int64_t i
   }
 }
 
-// The RoPE rotation of every head's pairs: llama.cpp's CPU RoPE as its g++ build compiles it
-// (fp-contract fast: the first product of each rotation fused into the add), measured against
-// ggml_rope_ext bit for bit in normal and neox mode. An unfused rotation differs in 1 ulp of ~17 %
-// of the values, which the fp16 Q/K rounding of attention and the Q8_K activation rounding
-// downstream turn into visible logit changes (issue 34). std::fma is exact wherever it runs; the
-// x86 clone with FMA makes it an instruction instead of a libm call (llama-1b's Q and K, one token
-// and layer, in a standalone loop: 2.6 us unfused, 9.7 us through fmaf calls, 2.4 us with the clone).
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("fma", "default")))
-#endif
-// (cs, sn not const: GCC 12 takes a const pointer to a partly written array, Rope's caches, for a
-// read of all of it and warns that it may be uninitialized.)
-void RotatePairs(float* x, int n_heads, int head_dim, int half, bool neox, float* cs, float* sn) {
-  for (int h = 0; h < n_heads; ++h) {
-    float* v = x + static_cast<int64_t>(h) * head_dim;
-    for (int i = 0; i < half; ++i) {
-      const int i0 = neox ? i : 2 * i;
-      const int i1 = neox ? i + half : 2 * i + 1;
-      const float a = v[i0], b = v[i1];
-      v[i0] = std::fma(a, cs[i], -(b * sn[i]));
-      v[i1] = std::fma(a, sn[i], b * cs[i]);
-    }
-  }
-}
-
 }  // namespace
 
 void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int dim, float eps) {
@@ -87,8 +64,7 @@ void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int d
     for (int64_t t = TeamFirst(n_tokens); t < n_tokens; t = TeamNext(n_tokens, t)) {
       const float* xt = x + t * dim;
       float* ot = out + t * dim;
-      const float scale = RmsScale(xt, dim, eps);
-      for (int k = 0; k < dim; ++k) ot[k] = xt[k] * scale * w[k];
+      ScaleMul(xt, RmsScale(xt, dim, eps), w, ot, dim);
     }
     TeamSync();
     return;
@@ -100,8 +76,7 @@ void RmsNormTeam(const float* x, const float* w, float* out, int n_tokens, int d
     const int64_t t = i / per_row, k0 = i % per_row * unit, k1 = std::min<int64_t>(dim, k0 + unit);
     const float* xt = x + t * dim;
     float* ot = out + t * dim;
-    const float scale = RmsScale(xt, dim, eps);
-    for (int64_t k = k0; k < k1; ++k) ot[k] = xt[k] * scale * w[k];
+    ScaleMul(xt + k0, RmsScale(xt, dim, eps), w + k0, ot + k0, k1 - k0);
   }
   TeamSync();
 }
@@ -230,31 +205,39 @@ void Rope(float* x, int n_heads, int head_dim, int pos, const RopeParams& p) {
     sn[i] = std::sin(th);
     theta *= theta_scale;
   }
-  RotatePairs(x, n_heads, head_dim, half, p.neox, cs, sn);
+  const kernels::ElementwiseKernels& v = Vec();
+  if (p.neox && v.rope_neox != nullptr) {
+    v.rope_neox(x, n_heads, head_dim, half, cs, sn);
+  } else if (!p.neox && v.rope_pairs != nullptr) {
+    // The vector form takes the factors per lane: (cs, sn) and (sn, cs) of each pair.
+    float m_cache[2][1024];
+    std::vector<float> big_m1, big_m2;
+    float* m1 = m_cache[0];
+    float* m2 = m_cache[1];
+    if (half > 512) {
+      big_m1.resize(2 * static_cast<size_t>(half));
+      big_m2.resize(2 * static_cast<size_t>(half));
+      m1 = big_m1.data();
+      m2 = big_m2.data();
+    }
+    for (int i = 0; i < half; ++i) {
+      m1[2 * i] = cs[i], m1[2 * i + 1] = sn[i];
+      m2[2 * i] = sn[i], m2[2 * i + 1] = cs[i];
+    }
+    v.rope_pairs(x, n_heads, head_dim, half, m1, m2);
+  } else {
+    kernels::RotatePairsRef(x, n_heads, head_dim, half, p.neox, cs, sn);
+  }
 }
 
-float ExpfPoly(float x) {
-  // Range reduction x = n*ln2 + b with n = round(x*log2(e)) (the 1.5*2^23 shift trick), then a
-  // degree-5 minimax polynomial for e^b (ARM optimized-routines expf coefficients), scaled by 2^n.
-  const float shift = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, shift);
-  const float n = z - shift;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  if (std::isnan(n)) return j;  // NaN in, NaN out (converting NaN to int would be undefined)
-  return std::ldexp(j, static_cast<int>(n));
-}
+float ExpfPoly(float x) { return kernels::ExpfPolyRef(x); }
 
 void SwiGluTeam(const float* gate, const float* up, float* out, int64_t n_tokens, int64_t dim) {
   // llama.cpp evaluates SiLU 16 lanes at a time with ExpfPoly and the row tail with libm expf;
   // doing the same keeps the int8-quantized activations that follow identical. Items are
   // 16-aligned slices of rows (the numerics of an element do not depend on its slice).
   const int64_t vec = dim / 16 * 16;
-  static const kernels::SwiGluVecFn vec_fn = kernels::SelectSwiGluVec(kernels::ActiveIsa());
+  const kernels::SwiGluVecFn vec_fn = Vec().swiglu;
   const int64_t unit = TeamUnit(dim, 16), per_row = TeamItems(dim, unit), n = per_row * n_tokens;
   for (int64_t i = TeamFirst(n); i < n; i = TeamNext(n, i)) {
     const int64_t t = i / per_row, i0 = i % per_row * unit, i1 = std::min(dim, i0 + unit);
@@ -272,10 +255,8 @@ void ReluSqrGluTeam(const float* gate, const float* up, float* out, int64_t n) {
   const int64_t unit = TeamUnit(n, 16), items = TeamItems(n, unit);
   for (int64_t it = TeamFirst(items); it < items; it = TeamNext(items, it)) {
     const int64_t i1 = std::min(n, (it + 1) * unit);
-    for (int64_t i = it * unit; i < i1; ++i) {
-      const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
-      out[i] = g * g * up[i];
-    }
+    const auto fn = Vec().relu_sqr_glu;
+    (fn ? fn : kernels::ReluSqrGluRef)(gate + it * unit, up + it * unit, out + it * unit, i1 - it * unit);
   }
   TeamSync();
 }

@@ -1,4 +1,5 @@
-// SIMD element-wise kernels against their scalar definitions in src/runtime/ops.cc: bit-identical.
+// SIMD element-wise kernels against their scalar definitions (kernels/ref/elementwise_ref.h, which
+// src/runtime/ops.cc runs where no vector kernel is selected): bit-identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "elementwise_cases.h"
 #include "kernels.h"
 #include "runtime/ops.h"
 
@@ -15,7 +17,7 @@ namespace {
 
 TEST(SwiGluVec, BitIdenticalToScalarExpfPolyLoop) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
-    const SwiGluVecFn fn = IsaSupported(isa) ? SelectSwiGluVec(isa) : nullptr;
+    const SwiGluVecFn fn = IsaSupported(isa) ? SelectElementwise(isa).swiglu : nullptr;
     if (fn == nullptr) continue;
     SCOPED_TRACE(IsaName(isa));
     std::mt19937 rng(7);
@@ -46,6 +48,38 @@ TEST(SwiGluVec, BitIdenticalToScalarExpfPolyLoop) {
     }
     for (int64_t i = n; i < n + 16; ++i) EXPECT_TRUE(std::isnan(got[static_cast<size_t>(i)])) << "wrote past n";
   }
+}
+
+// The xsimd kernels (kernels/simd/elementwise_xsimd.h) of every ISA this machine runs: each member
+// equals its scalar form bit for bit (tests/kernels/elementwise_cases.h; the NEON instance runs the
+// same check under qemu, tests/neon).
+TEST(Elementwise, XsimdKernelsBitIdenticalToScalarForms) {
+  int isas = 0;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!IsaSupported(isa)) continue;
+    SCOPED_TRACE(IsaName(isa));
+    const ElementwiseKernels& k = SelectElementwise(isa);
+    if (k.rms_scale == nullptr) continue;  // a build without xsimd
+    ++isas;
+    EXPECT_NE(k.swiglu, nullptr);
+    EXPECT_NE(k.scale_mul, nullptr);
+    EXPECT_NE(k.relu_sqr_glu, nullptr);
+    EXPECT_NE(k.rope_neox, nullptr);
+    EXPECT_NE(k.rope_pairs, nullptr);
+    int checked = 0;
+    const std::vector<std::string> fails = CheckElementwise(k, &checked);
+    EXPECT_GT(checked, 250);
+    for (const std::string& f : fails) ADD_FAILURE() << f;
+  }
+  if (isas == 0) GTEST_SKIP() << "no xsimd kernels in this build or on this CPU";
+}
+
+// The reference ISA selects none: TRINE_ISA=ref runs the scalar forms.
+TEST(Elementwise, RefSelectsNoVectorKernel) {
+  const ElementwiseKernels& k = SelectElementwise(Isa::kRef);
+  EXPECT_EQ(k.swiglu, nullptr);
+  EXPECT_EQ(k.rms_scale, nullptr);
+  EXPECT_EQ(k.rope_pairs, nullptr);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 //     the reference bit for bit; F16 within an NMSE limit and a max-error bound;
 //   - the activation quantizers (KernelTable::quantize_*) byte-identical to the scalar references
 //     on tests/kernels/quantize_act_cases.h's inputs (edge values, block sub-ranges);
+//   - the xsimd element-wise kernels (SelectElementwise: SwiGLU, RMSNorm, ReLU^2, RoPE) equal to
+//     their scalar forms bit for bit on tests/kernels/elementwise_cases.h's inputs;
 //   - shapes with rows 1..65, tokens 1..130 (across the 64-token tile), cols 256..6912, plus
 //     Q4_0/Q8_0/F16 column counts that are not multiples of 256 (F16: of 4 either).
 // Usage: neon_kernel_check [--expect-isa ref|neon] [--expect-isa-error] [--no-kernels]
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/elementwise_cases.h"
 #include "../kernels/quantize_act_cases.h"
 #include "cpu_features.h"
 #include "kernels.h"
@@ -288,6 +291,22 @@ void RunConformance(Isa isa) {
   }
 }
 
+// The xsimd element-wise kernels of `isa` against their scalar forms, bit for bit
+// (tests/kernels/elementwise_cases.h, as the x86 suite's Elementwise test).
+void RunElementwise(Isa isa) {
+  const ElementwiseKernels& k = SelectElementwise(isa);
+  if (k.rms_scale == nullptr) {
+    std::printf("--   elementwise (no %s kernels: the scalar forms run)\n", IsaName(isa));
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int before = g_failures;
+  int checked = 0;
+  for (const std::string& f : CheckElementwise(k, &checked)) CHECK_MSG(false, "elementwise on %s: %s", IsaName(isa), f.c_str());
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%-4s elementwise %4d rows  bit-exact  %.2fs\n", g_failures == before ? "ok" : "FAIL", checked, sec);
+}
+
 // The activation quantizers of `isa`'s table against the scalar references, byte for byte, on
 // tests/kernels/quantize_act_cases.h's inputs (the x86 suite's quantize_act_conformance_test).
 void RunQuantizeAct(Isa isa) {
@@ -343,6 +362,7 @@ int Main(int argc, char** argv) {
   if (kernels) {
     RunConformance(isa);
     RunQuantizeAct(isa);
+    RunElementwise(isa);
   }
   if (g_failures != 0) {
     std::printf("neon_kernel_check: %d failure(s)\n", g_failures);

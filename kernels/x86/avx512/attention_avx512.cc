@@ -359,35 +359,4 @@ void AttnAvx512(const float* q, const KvHead& k, const KvHead& v, int n_kv, int 
   for (int i = 0; i < hd; ++i) out[i] = acc32[i] * inv;
 }
 
-// SwiGLU's vector part, bit-identical to ops::SwiGlu (src/runtime/ops.cc) for n a multiple of 16:
-// out = g / (1 + ExpfPoly(-g)) * u with ExpfPoly's exact operation sequence (its fused
-// multiply-adds as vfmadd, ldexp as vscalefps: both one correctly rounded operation).
-void SwiGluVecAvx512(const float* gate, const float* up, float* out, int64_t n) {
-  const __m512 shift = _mm512_set1_ps(0x1.8p23f), log2e = _mm512_set1_ps(0x1.715476p+0f);
-  const __m512 ln2_hi = _mm512_set1_ps(0x1.62e4p-1f), ln2_lo = _mm512_set1_ps(0x1.7f7d1cp-20f);
-  const __m512 c5 = _mm512_set1_ps(0x1.0e4020p-7f), c4 = _mm512_set1_ps(0x1.573e2ep-5f);
-  const __m512 c3 = _mm512_set1_ps(0x1.555e66p-3f), c2 = _mm512_set1_ps(0x1.fffdb6p-2f);
-  const __m512 c1 = _mm512_set1_ps(0x1.ffffecp-1f), one = _mm512_set1_ps(1.0f);
-  const __m512 limit = _mm512_set1_ps(192.0f), zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  for (int64_t i = 0; i + 16 <= n; i += 16) {
-    const __m512 g = _mm512_loadu_ps(gate + i);
-    const __m512 x = _mm512_xor_ps(g, sign);  // -g
-    const __m512 z = _mm512_fmadd_ps(x, log2e, shift);
-    const __m512 nn = _mm512_sub_ps(z, shift);
-    const __m512 neg_n = _mm512_xor_ps(nn, sign);
-    const __m512 b = _mm512_fmadd_ps(neg_n, ln2_lo, _mm512_fmadd_ps(neg_n, ln2_hi, x));
-    const __m512 u = _mm512_mul_ps(b, b);
-    const __m512 j = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(c5, b, c4), u, _mm512_fmadd_ps(c3, b, c2)), u,
-                                     _mm512_fmadd_ps(c1, b, one));
-    __m512 e = _mm512_scalef_ps(j, nn);
-    // |n| > 192: 0 for n <= 0, +inf otherwise (NaN n compares false and keeps the scaled value).
-    const __mmask16 over = _mm512_cmp_ps_mask(_mm512_abs_ps(nn), limit, _CMP_GT_OQ);
-    const __mmask16 nonpos = _mm512_cmp_ps_mask(nn, zero, _CMP_LE_OQ);
-    e = _mm512_mask_blend_ps(over, e, _mm512_mask_blend_ps(nonpos, inf, zero));
-    const __m512 o = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i));
-    _mm512_storeu_ps(out + i, o);
-  }
-}
-
 }  // namespace trine::kernels
