@@ -95,42 +95,28 @@ inline void Q6X16HalfBlock(const uint8_t* lines, int rh, const BlockQ8_K* const 
 void GemmQ6_KX16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                      int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK_K;
-  const __m256 ts = _mm256_set1_ps(w.tensor_scale), sc = _mm256_set1_ps(scale);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
-    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-    const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
-    ForTokenPasses<kMaxPassTokens>(n_tokens, [&](auto tc, int t0) {
-      constexpr int T = decltype(tc)::value;
-      const BlockQ8_K* act[T];
-      for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
-      __m256 out[2][T];
+  ForX16GroupPassesAvx2<kMaxPassTokens>(w, n_tokens, y, ldy, r0, r1, scale, [&](auto tc, int t0, const uint8_t* gp, auto& out) {
+    constexpr int T = decltype(tc)::value;
+    const BlockQ8_K* act[T];
+    for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const BlockQ8_K*>(xq + act_stride * static_cast<size_t>(t0 + t));
+    for (int rh = 0; rh < 2; ++rh) {
+      for (int t = 0; t < T; ++t) out[rh][t] = _mm256_setzero_ps();
+    }
+    // The near stream two blocks ahead, as the AVX-512 kernel.
+    ForX16Blocks(gp, gp + w.group_bytes, nb, kBlockBytes, 2 * kBlockBytes, [&](int64_t b, const uint8_t* L, const LinePrefetch& pf) {
+      const uint8_t* scales = gp + X16ScalesOffset(b, kBlockBytes);
       for (int rh = 0; rh < 2; ++rh) {
-        for (int t = 0; t < T; ++t) out[rh][t] = _mm256_setzero_ps();
-      }
-      // The near stream two blocks ahead, as the AVX-512 kernel.
-      ForX16Blocks(gp, gp + w.group_bytes, nb, kBlockBytes, 2 * kBlockBytes,
-                   [&](int64_t b, const uint8_t* L, const LinePrefetch& pf) {
-                     const uint8_t* scales = gp + X16ScalesOffset(b, kBlockBytes);
-                     for (int rh = 0; rh < 2; ++rh) {
-                       __m256i sumi[T];
-                       Q6X16HalfBlock<T>(L, rh, act, b, rh == 0 ? &pf : nullptr, sumi);
-                       const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16 * rh)));
-                       for (int t = 0; t < T; ++t) {
-                         // Reference order: (d_w * d_a) * sumi.
-                         out[rh][t] = _mm256_add_ps(out[rh][t], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(act[t][b].d)),
-                                                                              _mm256_cvtepi32_ps(sumi[t])));
-                       }
-                     }
-                   });
-      for (int t = 0; t < T; ++t) {
-        for (int rh = 0; rh < 2; ++rh) {
-          _mm256_maskstore_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16 + 8 * rh, mask[rh],
-                              _mm256_mul_ps(_mm256_mul_ps(out[rh][t], ts), sc));
+        __m256i sumi[T];
+        Q6X16HalfBlock<T>(L, rh, act, b, rh == 0 ? &pf : nullptr, sumi);
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16 * rh)));
+        for (int t = 0; t < T; ++t) {
+          // Reference order: (d_w * d_a) * sumi.
+          out[rh][t] = _mm256_add_ps(out[rh][t], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(act[t][b].d)),
+                                                               _mm256_cvtepi32_ps(sumi[t])));
         }
       }
     });
-  }
+  });
 }
 
 }  // namespace trine::kernels

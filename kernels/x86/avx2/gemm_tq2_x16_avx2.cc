@@ -27,59 +27,54 @@ constexpr size_t kTq2CodeBytes = 1024;  // 16 lines of 64 bytes per block
 constexpr int kMaxPassTokens = 4;  // 3-4 tokens split the halves (t128 +10 % against passes of 2)
 constexpr size_t kNearPrefetch = 4096;  // as the AVX-512 kernel (x16_groups_avx512.h)
 
-// Rows 8h .. 8h + 7 (H = 1: rows 8h0 .. 8h0 + 7; H = 2: all 16 rows, both halves of each line) of
-// one block against T tokens: s[t][j] lane i = sum over the block's 256 elements of code *
-// activation for row 8(h0 + j) + i (codes c = t + 1: the caller subtracts the activation sum).
+// Rows 8h .. 8h + 7 of one block against T tokens: s[t] lane i = sum over the block's 256 elements
+// of code * activation for row 8h + i (codes c = t + 1: the caller subtracts the activation sum);
+// act(t, k, n) gives the activations line k's code n meets.
 // Line k's byte holds element 128(k / 8) + 32n + 4(k % 8) + j in bits 2n..2n+1. Bound: a code is
 // at most 3 (a file may hold the code no quantizer writes) and |a| <= 128, so a vpmaddubsw lane is
 // at most 2 * 3 * 128 = 768 in magnitude (no saturation), a line adds 4 of them (3072) and 8 lines
 // 24576 < 2^15: the int16 sums are widened before the ninth line.
-template <int T, int H>
-inline void Tq2X16Rows(const uint8_t* lines, int h0, const int8_t* const a[T], const LinePrefetch* pf,
-                       __m256i s[T][H]) {
+template <int T, typename ActFn>
+inline void Tq2X16Half(const uint8_t* lines, int h, ActFn&& act, const LinePrefetch* pf, __m256i s[T]) {
   const __m256i m3 = _mm256_set1_epi8(3);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc16[T][H], acc32[T][H];
-  for (int t = 0; t < T; ++t) {
-    for (int j = 0; j < H; ++j) acc16[t][j] = acc32[t][j] = _mm256_setzero_si256();
-  }
+  __m256i acc16[T], acc32[T];
+  for (int t = 0; t < T; ++t) acc16[t] = acc32[t] = _mm256_setzero_si256();
   // Fully unrolled so that every accumulator stays in a register.
 #pragma GCC unroll 16
   for (int k = 0; k < 16; ++k) {
     if (pf != nullptr) pf->Line(k);
-    const int off = 128 * (k / 8) + 4 * (k % 8);
-#pragma GCC unroll 2
-    for (int j = 0; j < H; ++j) {
-      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * (h0 + j)));
-      const __m256i c0 = _mm256_and_si256(q, m3);
-      const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
-      const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3);
-      const __m256i c3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
+    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * h));
+    const __m256i c0 = _mm256_and_si256(q, m3);
+    const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
+    const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3);
+    const __m256i c3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const int8_t* at = a[t] + off;
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c0, BroadcastAct4(at)),
-                                             _mm256_maddubs_epi16(c1, BroadcastAct4(at + 32)));
-        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, BroadcastAct4(at + 64)),
-                                             _mm256_maddubs_epi16(c3, BroadcastAct4(at + 96)));
-        acc16[t][j] = _mm256_add_epi16(acc16[t][j], _mm256_add_epi16(p01, p23));
-      }
+    for (int t = 0; t < T; ++t) {
+      const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c0, act(t, k, 0)), _mm256_maddubs_epi16(c1, act(t, k, 1)));
+      const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, act(t, k, 2)), _mm256_maddubs_epi16(c3, act(t, k, 3)));
+      acc16[t] = _mm256_add_epi16(acc16[t], _mm256_add_epi16(p01, p23));
     }
     if ((k & 7) == 7) {
       for (int t = 0; t < T; ++t) {
-        for (int j = 0; j < H; ++j) {
-          acc32[t][j] = _mm256_add_epi32(acc32[t][j], _mm256_madd_epi16(acc16[t][j], ones));
-          acc16[t][j] = _mm256_setzero_si256();
-        }
+        acc32[t] = _mm256_add_epi32(acc32[t], _mm256_madd_epi16(acc16[t], ones));
+        acc16[t] = _mm256_setzero_si256();
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    for (int j = 0; j < H; ++j) s[t][j] = acc32[t][j];
-  }
+  for (int t = 0; t < T; ++t) s[t] = acc32[t];
 }
 
-// Tq2X16Rows for one token and both halves of each line, with fewer operations per line (decode
+// The activations of line k's code n for block b and token t: broadcast from the token's block
+// (BroadcastAct) or read from a pass's BcastTile (TileAct).
+struct BroadcastAct {
+  const BlockQ8_K* const* act;
+  __m256i operator()(int64_t b, int t, int k, int n) const {
+    return BroadcastAct4(act[t][b].qs + 128 * (k / 8) + 4 * (k % 8) + 32 * n);
+  }
+};
+
+// Tq2X16Half for one token and both halves of each line, with fewer operations per line (decode
 // reads a block once and is bound by them): codes 1 and 3 are used in place under the mask 0x0C
 // (4 x code), so one shift per line serves all four, and they go to their own int16 sums (acc4),
 // widened every 4 lines (2 * 2 * 12 * 128 = 6144 per line, 24576 after 4); codes 0 and 2 (acc1,
@@ -151,38 +146,13 @@ void BuildBcastTile(const BlockQ8_K* const act[T], int64_t nb, BcastTile* tile) 
   }
 }
 
-// Tq2X16Rows<T, 1> with the activations from a BcastTile (bv: block b's 64 * T vectors).
-template <int T>
-inline void Tq2X16RowsTiled(const uint8_t* lines, int h, const Bcast* bv, const LinePrefetch* pf, __m256i s[T]) {
-  const __m256i m3 = _mm256_set1_epi8(3);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc16[T], acc32[T];
-  for (int t = 0; t < T; ++t) acc16[t] = acc32[t] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-  for (int k = 0; k < 16; ++k) {
-    if (pf != nullptr) pf->Line(k);
-    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * k + 32 * h));
-    const __m256i c0 = _mm256_and_si256(q, m3);
-    const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
-    const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3);
-    const __m256i c3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const Bcast* a = bv + t * 64 + 4 * k;
-      auto ld = [](const Bcast* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p->b)); };
-      const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(c0, ld(a)), _mm256_maddubs_epi16(c1, ld(a + 1)));
-      const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, ld(a + 2)), _mm256_maddubs_epi16(c3, ld(a + 3)));
-      acc16[t] = _mm256_add_epi16(acc16[t], _mm256_add_epi16(p01, p23));
-    }
-    if ((k & 7) == 7) {  // the bound of Tq2X16Rows
-      for (int t = 0; t < T; ++t) {
-        acc32[t] = _mm256_add_epi32(acc32[t], _mm256_madd_epi16(acc16[t], ones));
-        acc16[t] = _mm256_setzero_si256();
-      }
-    }
+struct TileAct {
+  const Bcast* tile;
+  int T;
+  __m256i operator()(int64_t b, int t, int k, int n) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(tile[(static_cast<size_t>(b) * T + t) * 64 + 4 * k + n].b));
   }
-  for (int t = 0; t < T; ++t) s[t] = acc32[t];
-}
+};
 
 // The float step of rows 8h .. 8h + 7 for block b: out[t] += (s[t] - activation sum) * (d_w * d_a).
 template <int T>
@@ -198,57 +168,31 @@ inline void Tq2X16Combine(const uint8_t* scales, int h, int64_t b, int64_t nb, i
 }
 
 // One 16-row group against tokens t0 .. t0 + T - 1: out[t][h] lane i = the reference's float
-// accumulation for row 8h + i (acc += (sum - activation sum) * (d_w * d_a), block by block). Up to
-// 2 tokens both halves of a line go together (16 accumulators fit the 16 registers); from 3 tokens
-// the halves go one after the other (the second reads the block's lines from L1), so a line's
-// codes serve up to 4 tokens.
-template <int T>
+// accumulation for row 8h + i (acc += (sum - activation sum) * (d_w * d_a), block by block). One
+// token reads both halves of each line together (Tq2X16RowsDecode); more go half by half (the
+// second reads the block's lines from L1), so a line's codes serve up to 4 tokens. act(b, t, k, n):
+// BroadcastAct or TileAct.
+template <int T, typename ActAt>
 inline void Tq2X16GroupAvx2(const uint8_t* g, const uint8_t* next, int64_t nb, int t0, const ActSums& sums,
-                            const BlockQ8_K* const act[T], __m256 out[T][2]) {
+                            const BlockQ8_K* const act[T], const ActAt& act_at, __m256 out[T][2]) {
   for (int t = 0; t < T; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
   ForX16Blocks(g, next, nb, kTq2CodeBytes, kNearPrefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
-    const int8_t* a[T];
-    for (int t = 0; t < T; ++t) a[t] = act[t][b].qs;
     const uint8_t* scales = g + X16ScalesOffset(b, kTq2CodeBytes);
+    __m256i s[2][T];
     if constexpr (T == 1) {
-      __m256i s[T][2];
-      Tq2X16RowsDecode(lines, a[0], pf, s[0]);
-      for (int h = 0; h < 2; ++h) {
-        __m256i sh[T];
-        __m256 oh[T];
-        for (int t = 0; t < T; ++t) sh[t] = s[t][h], oh[t] = out[t][h];
-        Tq2X16Combine<T>(scales, h, b, nb, t0, sums, sh, oh);
-        for (int t = 0; t < T; ++t) out[t][h] = oh[t];
-      }
-    } else {
-      for (int h = 0; h < 2; ++h) {
-        __m256i s[T][1];
+      __m256i both[2];
+      Tq2X16RowsDecode(lines, act[0][b].qs, pf, both);
+      s[0][0] = both[0], s[1][0] = both[1];
+    }
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (T > 1) {
         // One inlined copy for both halves (the prefetch pointer is tested per line): GCC then
         // keeps the block's activation broadcasts for the second half.
-        Tq2X16Rows<T, 1>(lines, h, a, h == 0 ? &pf : nullptr, s);
-        __m256i sh[T];
-        __m256 oh[T];
-        for (int t = 0; t < T; ++t) sh[t] = s[t][0], oh[t] = out[t][h];
-        Tq2X16Combine<T>(scales, h, b, nb, t0, sums, sh, oh);
-        for (int t = 0; t < T; ++t) out[t][h] = oh[t];
+        Tq2X16Half<T>(lines, h, [&](int t, int k, int n) { return act_at(b, t, k, n); }, h == 0 ? &pf : nullptr, s[h]);
       }
-    }
-  });
-}
-
-// Tq2X16GroupAvx2 for a full pass of kMaxPassTokens tokens with the pass's BcastTile.
-template <int T>
-inline void Tq2X16GroupTiled(const uint8_t* g, const uint8_t* next, int64_t nb, int t0, const ActSums& sums,
-                             const Bcast* tile, __m256 out[T][2]) {
-  for (int t = 0; t < T; ++t) out[t][0] = out[t][1] = _mm256_setzero_ps();
-  ForX16Blocks(g, next, nb, kTq2CodeBytes, kNearPrefetch, [&](int64_t b, const uint8_t* lines, const LinePrefetch& pf) {
-    const uint8_t* scales = g + X16ScalesOffset(b, kTq2CodeBytes);
-    for (int h = 0; h < 2; ++h) {
-      __m256i s[T];
-      Tq2X16RowsTiled<T>(lines, h, tile + static_cast<size_t>(b) * T * 64, h == 0 ? &pf : nullptr, s);
       __m256 oh[T];
       for (int t = 0; t < T; ++t) oh[t] = out[t][h];
-      Tq2X16Combine<T>(scales, h, b, nb, t0, sums, s, oh);
+      Tq2X16Combine<T>(scales, h, b, nb, t0, sums, s[h], oh);
       for (int t = 0; t < T; ++t) out[t][h] = oh[t];
     }
   });
@@ -290,9 +234,9 @@ void GemmTq2X16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, i
         const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
         __m256 out[T][2];
         if constexpr (T == kMaxPassTokens) {
-          Tq2X16GroupTiled<T>(gp, gp + w.group_bytes, nb, t0, sums, GetBcastTile().v.data(), out);
+          Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, TileAct{GetBcastTile().v.data(), T}, out);
         } else {
-          Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, out);
+          Tq2X16GroupAvx2<T>(gp, gp + w.group_bytes, nb, t0, sums, act, BroadcastAct{act}, out);
         }
         for (int t = 0; t < T; ++t) store(t0 + t, g, mask, out[t]);
       }

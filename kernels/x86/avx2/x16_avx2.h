@@ -1,13 +1,16 @@
-// What the AVX2 kernels on the x16 layout share (TQ2_0 and Q4_0): an 8-row half of a 64-byte line
-// is one ymm of rows in the lanes, multiplied against a broadcast of the 4 activation bytes its
-// dwords meet, and stored under a mask of the rows in the caller's range. AVX2 translation units
-// only.
+// What the AVX2 kernels on the x16 layout share (TQ2_0, Q4_0, Q4_K, Q6_K): an 8-row half of a
+// 64-byte line is one ymm of rows in the lanes, multiplied against a broadcast of the 4 activation
+// bytes its dwords meet, and stored under a mask of the rows in the caller's range. AVX2
+// translation units only.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+
+#include "kernels.h"
+#include "x86/x16_walk.h"
 
 namespace trine::kernels {
 
@@ -23,6 +26,31 @@ inline __m256i RowMask8(int64_t row0, int64_t lo, int64_t hi) {
   const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(static_cast<int>(lo) - 1));
   const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), idx);
   return _mm256_and_si256(ge, lt);
+}
+
+// For each 16-row group of [r0, r1), every pass of up to kMax tokens while the group sits in
+// L1/L2: pass(tc, t0, gp, out) fills out[h][t] (rows 8h .. 8h + 7 of group gp, token t0 + t,
+// T = decltype(tc)::value); the rows inside [r0, r1) are stored times tensor_scale, then scale.
+template <int kMax, typename PassFn>
+inline void ForX16GroupPassesAvx2(const WeightView& w, int n_tokens, float* y, int64_t ldy, int64_t r0, int64_t r1,
+                                  float scale, PassFn&& pass) {
+  const __m256 ts = _mm256_set1_ps(w.tensor_scale), sc = _mm256_set1_ps(scale);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const uint8_t* gp = w.data + static_cast<size_t>(g) * w.group_bytes;
+    const int64_t lo = g * 16 > r0 ? g * 16 : r0, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+    const __m256i mask[2] = {RowMask8(g * 16, lo, hi), RowMask8(g * 16 + 8, lo, hi)};
+    ForTokenPasses<kMax>(n_tokens, [&](auto tc, int t0) {
+      constexpr int T = decltype(tc)::value;
+      __m256 out[2][T];
+      pass(tc, t0, gp, out);
+      for (int t = 0; t < T; ++t) {
+        for (int h = 0; h < 2; ++h) {
+          _mm256_maskstore_ps(y + static_cast<int64_t>(t0 + t) * ldy + g * 16 + 8 * h, mask[h],
+                              _mm256_mul_ps(_mm256_mul_ps(out[h][t], ts), sc));
+        }
+      }
+    });
+  }
 }
 
 }  // namespace trine::kernels
