@@ -108,7 +108,7 @@ TernaryVariant ResolveTernaryVariant(TernaryVariant v, Isa isa) {
   if (v != TernaryVariant::kDefault) return v;
   const VariantChoice& c = GetVariantChoice();
   if (c.set) return c.variant;
-  (void)isa;  // the measured default per ISA (kernels/README.md, "Ternary variants")
+  (void)isa;  // int8 dot measures fastest on every ISA (kernels/README.md, "Variants and defaults")
   return TernaryVariant::kInt8Dot;
 }
 
