@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx2/q8_0_act_info_avx2.h"
 #include "x86/avx2/x16_avx2.h"
 #include "x86/x16_walk.h"
 
@@ -21,32 +22,6 @@ namespace {
 
 constexpr size_t kQ4CodeBytes = 256;  // 4 lines of 64 bytes per block
 constexpr int kMaxPassTokens = 4;     // per half: 4 float sums + 4 int16 sums + 5 temporaries
-
-// Per (token, block): -8 * the block's activation sum (the nibbles are w + 8) and the fp32 scale.
-struct Q4ActInfo {
-  std::vector<int32_t> corr;
-  std::vector<float> d;
-};
-
-Q4ActInfo& GetQ4ActInfo() {
-  thread_local Q4ActInfo s;  // grow-only per thread (the GemmFn contract has no workspace)
-  return s;
-}
-
-void GatherQ4ActInfo(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, Q4ActInfo* info) {
-  const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
-  if (info->corr.size() < n) info->corr.resize(n);
-  if (info->d.size() < n) info->d.resize(n);
-  for (int t = 0; t < n_tokens; ++t) {
-    const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(xq + act_stride * static_cast<size_t>(t));
-    for (int64_t b = 0; b < nb; ++b) {
-      int32_t sum = 0;
-      for (int j = 0; j < kQK8_0; ++j) sum += a[b].qs[j];
-      info->corr[static_cast<size_t>(t * nb + b)] = -8 * sum;
-      info->d[static_cast<size_t>(t * nb + b)] = Fp16ToFp32(a[b].d);
-    }
-  }
-}
 
 // The int16 sum of one block's half against one token: 8 vpmaddubsw lanes of at most
 // 2 * 15 * 128 = 3840 each, 30720 < 2^15 in all (exact).
@@ -66,7 +41,7 @@ inline __m256i Q4HalfBlock(const uint8_t* cb, int h, const int8_t* a) {
 // 8h + i): the reference's acc += sumi * (d_w * d_a), block by block.
 template <int T>
 inline void Q4X16HalfPass(const uint8_t* g, const uint8_t* next, int64_t nb, int h, const BlockQ8_0* const act[T],
-                          const Q4ActInfo& info, int t0, __m256 out[T]) {
+                          const Q8_0ActInfo& info, int t0, __m256 out[T]) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int t = 0; t < T; ++t) out[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -88,7 +63,7 @@ inline void Q4X16HalfPass(const uint8_t* g, const uint8_t* next, int64_t nb, int
 }
 
 // Decode: both halves of each line against one token (the group is read once, in order).
-inline void Q4X16Decode(const uint8_t* g, const uint8_t* next, int64_t nb, const BlockQ8_0* act, const Q4ActInfo& info,
+inline void Q4X16Decode(const uint8_t* g, const uint8_t* next, int64_t nb, const BlockQ8_0* act, const Q8_0ActInfo& info,
                         int t0, __m256 out[2]) {
   const __m256i ones = _mm256_set1_epi16(1);
   out[0] = out[1] = _mm256_setzero_ps();
@@ -114,8 +89,8 @@ inline void Q4X16Decode(const uint8_t* g, const uint8_t* next, int64_t nb, const
 void GemmQ4_0X16Avx2(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                      int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK4_0;
-  Q4ActInfo& info = GetQ4ActInfo();
-  GatherQ4ActInfo(xq, act_stride, n_tokens, nb, &info);
+  Q8_0ActInfo& info = GetQ8_0ActInfo();
+  GatherQ8_0ActInfoAvx2(xq, act_stride, n_tokens, nb, &info);
   const __m256 ts = _mm256_set1_ps(w.tensor_scale), sc = _mm256_set1_ps(scale);
   auto store = [&](int t, int64_t row0, __m256i mask, __m256 v) {
     _mm256_maskstore_ps(y + static_cast<int64_t>(t) * ldy + row0, mask, _mm256_mul_ps(_mm256_mul_ps(v, ts), sc));

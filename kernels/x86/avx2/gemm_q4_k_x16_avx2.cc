@@ -96,11 +96,7 @@ inline void Q4KX16HalfBlock(const uint8_t* L, int h, const BlockQ8_K* const act[
   }
   // Line 0: d in the low and dmin in the high half of each row's dword.
   const __m256i dd = _mm256_load_si256(reinterpret_cast<const __m256i*>(L + 32 * h));
-  const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,  //
-                                         0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
-  const __m256i halves = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(dd, split), 0xD8);
-  const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
-  const __m256 dmw = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+  const __m256 dw = HalvesToFloat(dd, false), dmw = HalvesToFloat(dd, true);
   for (int t = 0; t < T; ++t) {
     const __m256 da = _mm256_set1_ps(act[t][b].d);
     const __m256 d = _mm256_mul_ps(dw, da), dmin = _mm256_mul_ps(dmw, da);

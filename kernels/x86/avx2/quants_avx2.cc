@@ -21,6 +21,8 @@
 #include "core/fp16.h"
 #include "kernels.h"
 #include "tensor/blocks.h"
+#include "x86/avx2/q8_0_act_info_avx2.h"
+#include "x86/avx2/x16_avx2.h"
 
 namespace trine::kernels {
 namespace {
@@ -57,16 +59,6 @@ inline __m256i Reduce8(const __m256i s[8]) {
   const __m256i h45 = _mm256_hadd_epi32(s[4], s[5]), h67 = _mm256_hadd_epi32(s[6], s[7]);
   const __m256i g0 = _mm256_hadd_epi32(h01, h23), g1 = _mm256_hadd_epi32(h45, h67);
   return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x21), _mm256_blend_epi32(g0, g1, 0xF0));
-}
-
-// fp16 values in the low (hi = false) or high 16 bits of each int32 lane, to fp32.
-inline __m256 HalvesToFloat(__m256i v, bool hi) {
-  const __m256i lo_ctl = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
-                                          0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m256i hi_ctl = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,  //
-                                          2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, hi ? hi_ctl : lo_ctl), 0x08);
-  return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
 }
 
 // y[r + i] = acc[i] * tensor_scale * scale for the tile's valid rows.
@@ -121,17 +113,9 @@ void GemmQ8_0(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_t
 // all 8 rows; the 8 products of a block (each pair <= 2 * 15 * 127) add up exactly in int16
 // (<= 30480), one vpmaddwd widens them, and each lane ends as one (row, block) sum: no horizontal
 // reduction. Per call, each token's -8 * (block sum) and fp32 block scales are computed once.
-struct Q8_0ActInfo {
-  std::vector<int32_t> corr;  // (n_tokens, nb): -8 * sum of the block's activations
-  std::vector<float> d;       // (n_tokens, nb): fp32 block scale
-};
+}  // namespace
 
-Q8_0ActInfo& GetActInfo() {
-  thread_local Q8_0ActInfo s;
-  return s;
-}
-
-void GatherQ8_0ActInfo(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, Q8_0ActInfo* info) {
+void GatherQ8_0ActInfoAvx2(const uint8_t* xq, size_t act_stride, int n_tokens, int64_t nb, Q8_0ActInfo* info) {
   const size_t n = static_cast<size_t>(n_tokens) * static_cast<size_t>(nb);
   if (info->corr.size() < n) info->corr.resize(n);
   if (info->d.size() < n) info->d.resize(n);
@@ -155,11 +139,13 @@ void GatherQ8_0ActInfo(const uint8_t* xq, size_t act_stride, int n_tokens, int64
   }
 }
 
+namespace {
+
 void GemmQ4_0Rows8(const WeightView& w, const uint8_t* xq, size_t act_stride, int n_tokens, float* y, int64_t ldy,
                    int64_t r0, int64_t r1, float scale) {
   const int64_t nb = w.cols / kQK4_0;
-  Q8_0ActInfo& info = GetActInfo();
-  GatherQ8_0ActInfo(xq, act_stride, n_tokens, nb, &info);
+  Q8_0ActInfo& info = GetQ8_0ActInfo();
+  GatherQ8_0ActInfoAvx2(xq, act_stride, n_tokens, nb, &info);
   constexpr int kTok = 4;  // tokens per pass over a block (the transposed weights stay in registers)
   const __m256i m0f = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
   for (int64_t r = r0; r < r1; r += kTileRows) {

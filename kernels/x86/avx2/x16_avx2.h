@@ -20,6 +20,16 @@ inline __m256i BroadcastAct4(const int8_t* a) {
   return _mm256_set1_epi32(v);
 }
 
+// fp16 values in the low (hi = false) or high 16 bits of each int32 lane, to fp32.
+inline __m256 HalvesToFloat(__m256i v, bool hi) {
+  const __m256i lo_ctl = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                          0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i hi_ctl = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                          2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, hi ? hi_ctl : lo_ctl), 0x08);
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+}
+
 // Lanes of rows [lo, hi) among the 8 rows starting at row0, as a maskstore mask.
 inline __m256i RowMask8(int64_t row0, int64_t lo, int64_t hi) {
   const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(row0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
