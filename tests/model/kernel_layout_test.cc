@@ -84,7 +84,8 @@ TEST(KernelLayout, LookupVariantNamesItsLayout) {
   const Status st = Model::Load(testing::ModelPath("tiny-tern-tq1_0-e8.gguf"), o, &model);
   ASSERT_TRUE(st.ok()) << st.message();
   if (!kernels::WantsLutLayout(TypeId::kTQ2_0, model->isa(), kernels::TernaryVariant::kLut)) {
-    GTEST_SKIP() << kernels::IsaName(model->isa()) << " has no lookup-table kernel (AVX2 and NEON do)";
+    GTEST_SKIP() << kernels::IsaName(model->isa()) << " has no lookup-table kernel (AVX2 and NEON do); ctest "
+                    "parity_lut_avx2 runs this test with TRINE_ISA=avx2";
   }
   auto layouts = [&]() {
     std::vector<std::string> v;
